@@ -1,0 +1,54 @@
+"""Build an executor from an :class:`~a2a_hub.settings.AgentSpec`: built-in kinds and ``python``."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from a2a_hub.agents.echo import EchoExecutor
+from a2a_hub.engine.executor import AgentExecutor
+from a2a_hub.settings import AgentSpec, SettingsError
+
+__all__ = ["KINDS", "build_executor", "load_class"]
+
+KINDS: dict[str, type[AgentExecutor]] = {"echo": EchoExecutor}
+
+
+def load_class(path: str) -> type[AgentExecutor]:
+    """Import ``package.module:ClassName`` and check it is an :class:`AgentExecutor`."""
+    module_name, sep, attr = path.partition(":")
+    if not sep or not module_name or not attr:
+        raise SettingsError(f"executor {path!r} must look like 'package.module:ClassName'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise SettingsError(f"cannot import module {module_name!r} for {path!r}: {exc}") from None
+    obj: Any = module
+    for name in attr.split("."):
+        obj = getattr(obj, name, None)
+        if obj is None:
+            raise SettingsError(f"module {module_name!r} has no {attr!r}")
+    if not (isinstance(obj, type) and issubclass(obj, AgentExecutor)):
+        raise SettingsError(
+            f"{path} is not an AgentExecutor subclass (from a2a_hub import AgentExecutor)"
+        )
+    return obj
+
+
+def build_executor(spec: AgentSpec) -> AgentExecutor:
+    """Instantiate the executor of one agent with its options as keyword arguments."""
+    if spec.kind == "python":
+        if not spec.executor:
+            raise SettingsError(f"agent {spec.id!r}: kind 'python' needs executor = 'module:Class'")
+        cls = load_class(spec.executor)
+    elif spec.kind in KINDS:
+        cls = KINDS[spec.kind]
+    else:
+        raise SettingsError(
+            f"agent {spec.id!r}: unknown kind {spec.kind!r}; known kinds: "
+            f"{', '.join([*KINDS, 'python'])}"
+        )
+    try:
+        return cls(**spec.options)
+    except (TypeError, ValueError) as exc:
+        raise SettingsError(f"agent {spec.id!r}: bad options {spec.options!r}: {exc}") from None

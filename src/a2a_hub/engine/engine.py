@@ -1,0 +1,296 @@
+"""The task engine of one agent: send, get, list, cancel.
+
+It knows nothing of protocol versions: the transports decode requests into the
+canonical 1.0 types, call these methods, and encode what they return.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from datetime import datetime
+
+import msgspec
+
+from a2a_hub.engine.executor import AgentExecutor, RequestContext
+from a2a_hub.engine.run import TaskRun
+from a2a_hub.engine.state import timestamp, trim_history
+from a2a_hub.protocol.errors import (
+    InvalidParamsError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from a2a_hub.protocol.types import (
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from a2a_hub.stores.base import Store, TaskEvent, TaskQuery
+
+__all__ = ["TaskEngine", "state_name"]
+
+log = logging.getLogger("a2a_hub.engine")
+
+MAX_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 50
+
+
+def state_name(state: TaskState) -> str:
+    """``TASK_STATE_INPUT_REQUIRED`` → ``input-required``, for messages to people."""
+    return state.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+
+class TaskEngine:
+    """Runs one agent's executor over the tasks kept in ``store``."""
+
+    def __init__(
+        self, agent_id: str, executor: AgentExecutor, store: Store, *, flush_delay: float = 0.05
+    ) -> None:
+        self.agent_id = agent_id
+        self.executor = executor
+        self.store = store
+        self.flush_delay = flush_delay
+        self._runs: dict[str, TaskRun] = {}
+
+    # --- send ---------------------------------------------------------------------------
+
+    async def send(
+        self, request: SendMessageRequest, *, new_task_id: str | None = None
+    ) -> Task | Message:
+        """Handle ``SendMessage``: answer with a Message, or a Task once it settles.
+
+        ``new_task_id`` is the id a new task gets (0.1 clients choose their own);
+        if a task with that id exists, the message continues it.
+        """
+        run = await self.begin(request, new_task_id=new_task_id)
+        config = request.configuration
+        history_length = config.history_length if config is not None else None
+        if config is not None and config.return_immediately:
+            run.ensure_task()
+            await run.flush()
+            self._spawn(run)
+            return trim_history(run.snapshot(), history_length)
+        self._spawn(run)
+        result = await asyncio.shield(run.settled)
+        if isinstance(result, Task):
+            return trim_history(result, history_length)
+        return result
+
+    async def begin(self, request: SendMessageRequest, *, new_task_id: str | None = None) -> TaskRun:
+        """Validate a send and prepare its run (not started): shared by send and stream."""
+        message = request.message
+        _check_message(message)
+        config = request.configuration
+        if config is not None and config.history_length is not None and config.history_length < 0:
+            raise InvalidParamsError("configuration.historyLength must be 0 or more")
+        task_id = message.task_id or new_task_id
+        existing: Task | None = None
+        if task_id is not None:
+            self._refuse_if_running(task_id)
+            existing = await self.store.get_task(self.agent_id, task_id)
+            if existing is None and message.task_id is not None:
+                raise TaskNotFoundError(
+                    f"Task {task_id} not found; send the message without taskId to start a new task",
+                    data={"taskId": task_id},
+                )
+        if existing is not None:
+            return await self._continue(existing, message, request)
+        task_id = task_id or str(uuid.uuid4())
+        context_id = message.context_id or str(uuid.uuid4())
+        if message.task_id != task_id or message.context_id != context_id:
+            message = msgspec.structs.replace(message, task_id=task_id, context_id=context_id)
+        ctx = RequestContext(
+            agent_id=self.agent_id, message=message, task_id=task_id, context_id=context_id,
+            configuration=config, metadata=request.metadata,
+        )
+        self._refuse_if_running(task_id)
+        run = TaskRun(self, ctx, bound=new_task_id is not None)
+        self._runs[task_id] = run
+        return run
+
+    async def _continue(self, task: Task, message: Message, request: SendMessageRequest) -> TaskRun:
+        state = task.status.state
+        if state.terminal:
+            raise UnsupportedOperationError(
+                f"Task {task.id} is {state_name(state)} and accepts no more messages; "
+                "send without taskId (keeping contextId) to start a new task",
+                data={"taskId": task.id, "state": state.value},
+            )
+        if not state.interrupted:
+            raise UnsupportedOperationError(
+                f"Task {task.id} is still {state_name(state)}; send the next message once it "
+                "asks for input (input-required)",
+                data={"taskId": task.id, "state": state.value},
+            )
+        if message.context_id is not None and message.context_id != task.context_id:
+            raise InvalidParamsError(
+                f"message.contextId {message.context_id!r} does not match the context "
+                f"{task.context_id!r} of task {task.id}",
+            )
+        seq = await self.store.last_seq(self.agent_id, task.id)
+        message = msgspec.structs.replace(message, task_id=task.id, context_id=task.context_id)
+        ctx = RequestContext(
+            agent_id=self.agent_id, message=message, task_id=task.id, context_id=task.context_id,
+            task=task, configuration=request.configuration, metadata=request.metadata,
+        )
+        self._refuse_if_running(task.id)
+        live = msgspec.structs.replace(
+            task,
+            history=list(task.history or []),
+            artifacts=None if task.artifacts is None else list(task.artifacts),
+        )
+        run = TaskRun(self, ctx, task=live, seq=seq)
+        self._runs[task.id] = run
+        run.emit(StreamResponse(message=message))
+        return run
+
+    def _refuse_if_running(self, task_id: str) -> None:
+        if task_id in self._runs:
+            raise UnsupportedOperationError(
+                f"Task {task_id} is still working; send the next message once it asks for input",
+                data={"taskId": task_id},
+            )
+
+    def _spawn(self, run: TaskRun) -> None:
+        run.driver = asyncio.ensure_future(run.drive())
+
+    def forget(self, run: TaskRun) -> None:
+        """Called by a run when it has finished."""
+        if self._runs.get(run.task_id) is run:
+            del self._runs[run.task_id]
+
+    def live(self, task_id: str) -> TaskRun | None:
+        """The running execution of a task in this process, if any."""
+        return self._runs.get(task_id)
+
+    # --- get / list / cancel ------------------------------------------------------------
+
+    async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
+        """``GetTask``: the newest snapshot, history trimmed to ``history_length``."""
+        if history_length is not None and history_length < 0:
+            raise InvalidParamsError("historyLength must be 0 or more")
+        run = self._runs.get(task_id)
+        if run is not None and run.task is not None:
+            return trim_history(run.snapshot(), history_length)
+        task = await self.store.get_task(self.agent_id, task_id)
+        if task is None:
+            raise TaskNotFoundError(f"Task {task_id} not found", data={"taskId": task_id})
+        return trim_history(task, history_length)
+
+    async def list_tasks(self, request: ListTasksRequest) -> ListTasksResponse:
+        """``ListTasks``: newest first, filtered, paged."""
+        page_size = DEFAULT_PAGE_SIZE if request.page_size is None else request.page_size
+        if not 1 <= page_size <= MAX_PAGE_SIZE:
+            raise InvalidParamsError(f"pageSize must be between 1 and {MAX_PAGE_SIZE}")
+        if request.history_length is not None and request.history_length < 0:
+            raise InvalidParamsError("historyLength must be 0 or more")
+        if request.status is TaskState.UNSPECIFIED:
+            status = None
+        else:
+            status = request.status
+        after = _parse_time(request.status_timestamp_after) if request.status_timestamp_after else None
+        page = await self.store.list_tasks(
+            self.agent_id,
+            TaskQuery(
+                context_id=request.context_id or None, state=status, updated_after=after,
+                page_size=page_size, page_token=request.page_token or None,
+            ),
+        )
+        tasks = []
+        for task in page.tasks:
+            run = self._runs.get(task.id)
+            if run is not None and run.task is not None:
+                task = run.snapshot()
+            tasks.append(
+                trim_history(task, request.history_length,
+                             include_artifacts=bool(request.include_artifacts))
+            )
+        return ListTasksResponse(
+            tasks=tasks, next_page_token=page.next_page_token, page_size=page_size,
+            total_size=page.total_size,
+        )
+
+    async def cancel_task(self, task_id: str) -> Task:
+        """``CancelTask``: stop the executor if it runs, and end the task ``canceled``."""
+        run = self._runs.get(task_id)
+        if run is not None and run.task is not None and run.executing:
+            if not run.task.status.state.terminal:
+                run.cancel_requested = True
+                try:
+                    await self.executor.cancel(run.ctx, run.updater)
+                except Exception:
+                    log.exception("agent %s: cancel() of task %s failed", self.agent_id, task_id)
+                if run.executing:
+                    _cancel_driver(run)
+                await asyncio.shield(run.finished)
+                return run.snapshot()
+        task = await self.store.get_task(self.agent_id, task_id)
+        if task is None:
+            raise TaskNotFoundError(f"Task {task_id} not found", data={"taskId": task_id})
+        state = task.status.state
+        if state.terminal:
+            raise TaskNotCancelableError(
+                f"Task {task_id} is already {state_name(state)} and cannot be canceled",
+                data={"taskId": task_id, "state": state.value},
+            )
+        status = TaskStatus(state=TaskState.CANCELED, timestamp=timestamp(),
+                            message=Message(message_id=str(uuid.uuid4()), role=Role.AGENT,
+                                            parts=[Part(text="Task canceled by the client")],
+                                            context_id=task.context_id, task_id=task_id))
+        update = StreamResponse(status_update=TaskStatusUpdateEvent(
+            task_id=task_id, context_id=task.context_id, status=status))
+        seq = await self.store.last_seq(self.agent_id, task_id)
+        history = [*(task.history or []), status.message] if status.message else task.history
+        task = msgspec.structs.replace(task, status=status, history=history)
+        await self.store.save_task(self.agent_id, task, [TaskEvent(seq + 1, update)])
+        return task
+
+    async def close(self) -> None:
+        """Stop every running executor; their tasks end ``failed`` (server shutting down)."""
+        runs = list(self._runs.values())
+        for run in runs:
+            if run.executing:
+                _cancel_driver(run)
+        for run in runs:
+            await asyncio.wait([run.finished], timeout=5)
+
+
+def _cancel_driver(run: TaskRun) -> None:
+    if run.driver is not None:
+        run.driver.cancel()
+
+
+def _check_message(message: Message) -> None:
+    if not message.message_id:
+        raise InvalidParamsError("message.messageId is required")
+    if message.role is not Role.USER:
+        raise InvalidParamsError("message.role must be ROLE_USER for a message sent to an agent")
+    if not message.parts:
+        raise InvalidParamsError("message.parts must contain at least one part")
+    for i, part in enumerate(message.parts):
+        present = sum(
+            x is not None for x in (part.text, part.raw, part.url)
+        ) + (part.data is not msgspec.UNSET)
+        if present != 1:
+            raise InvalidParamsError(
+                f"message.parts[{i}] must have exactly one of text, raw, url or data"
+            )
+
+
+def _parse_time(value: str) -> float:
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError as exc:
+        raise InvalidParamsError(
+            f"statusTimestampAfter {value!r} is not an ISO 8601 timestamp"
+        ) from exc

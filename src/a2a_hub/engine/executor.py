@@ -1,0 +1,194 @@
+"""What an agent author writes: an :class:`AgentExecutor` and the calls it may make.
+
+An executor receives a :class:`RequestContext` (the incoming message, the task
+it continues with its whole history, the context id) and a :class:`TaskUpdater`
+through which it answers.  It answers in one of two ways:
+
+* **a message** — ``await updater.reply("hello")``: an immediate answer, no
+  task is created (seed 000's first flow);
+* **a task** — ``start()``, then any number of ``working()`` / ``artifact()``
+  calls, then one of ``complete()``, ``fail()``, ``reject()`` (terminal) or
+  ``require_input()`` / ``require_auth()`` (the turn ends; the client continues
+  the task by sending a message with its ``taskId``).
+
+Rules (enforced; breaking one raises :class:`InvalidTransitionError`, which
+fails the task with a message saying which rule):
+
+* ``reply()`` is only an immediate answer when no task exists yet.  Once the
+  request is bound to a task (a continued task, a non-blocking send, or after
+  ``start()``), ``reply(m)`` completes the task with ``m`` as its final message.
+* Nothing may follow a terminal call.  ``require_input()``/``require_auth()``
+  end the turn: return from ``execute`` after them.
+* If ``execute`` returns while the task is still ``submitted``/``working`` the
+  task is failed ("the agent stopped without finishing"); if it raises, the task
+  is failed with the error's text.
+* ``cancel`` is called when a client cancels the task while ``execute`` runs;
+  the engine then cancels ``execute`` (asyncio cancellation) and marks the task
+  ``canceled``.  Override ``cancel`` to stop work that asyncio cannot reach.
+"""
+
+from __future__ import annotations
+
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from a2a_hub.protocol.types import (
+    Artifact,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    Task,
+    TaskState,
+)
+
+if TYPE_CHECKING:
+    from a2a_hub.engine.run import TaskRun
+
+__all__ = ["AgentExecutor", "RequestContext", "TaskUpdater", "text_of"]
+
+
+def text_of(parts: Sequence[Part]) -> str:
+    """The text parts of a message or artifact, joined by newlines."""
+    return "\n".join(p.text for p in parts if p.text is not None)
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """Everything an executor knows about the request it serves."""
+
+    agent_id: str
+    message: Message
+    task_id: str
+    context_id: str
+    #: The task this message continues, as it was before the message (``None`` for a new task).
+    task: Task | None = None
+    configuration: SendMessageConfiguration | None = None
+    metadata: dict[str, Any] | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The text of the incoming message."""
+        return text_of(self.message.parts)
+
+    @property
+    def history(self) -> list[Message]:
+        """Every message of the conversation so far, the incoming one last."""
+        previous = self.task.history if self.task is not None and self.task.history else []
+        return [*previous, self.message]
+
+
+class TaskUpdater:
+    """The executor's handle to answer; every method is a coroutine.
+
+    Text arguments become an agent message; pass a :class:`Message` or a list
+    of :class:`Part` for anything richer.
+    """
+
+    __slots__ = ("_run",)
+
+    def __init__(self, run: TaskRun) -> None:
+        self._run = run
+
+    @property
+    def task_id(self) -> str:
+        """Id of the task this request is bound to (or would create)."""
+        return self._run.task_id
+
+    @property
+    def context_id(self) -> str:
+        """Context id of the conversation."""
+        return self._run.context_id
+
+    def message(self, content: str | Sequence[Part] | Message, *, with_task: bool = True) -> Message:
+        """Build an agent message in this conversation (not sent)."""
+        if isinstance(content, Message):
+            return content
+        parts = [Part(text=content)] if isinstance(content, str) else list(content)
+        return Message(
+            message_id=str(uuid.uuid4()),
+            role=Role.AGENT,
+            parts=parts,
+            context_id=self._run.context_id,
+            task_id=self._run.task_id if with_task else None,
+        )
+
+    async def reply(self, content: str | Sequence[Part] | Message) -> None:
+        """Answer with a message: immediate (no task) if none exists, else complete the task."""
+        await self._run.reply(content)
+
+    async def start(self) -> None:
+        """Create the task if needed and move it to ``working``."""
+        await self._run.start()
+
+    async def working(self, content: str | Sequence[Part] | Message | None = None) -> None:
+        """Report progress (state ``working``, optionally with a message)."""
+        await self._run.set_status(TaskState.WORKING, content)
+
+    async def artifact(
+        self,
+        content: str | Sequence[Part],
+        *,
+        name: str | None = None,
+        artifact_id: str | None = None,
+        append: bool = False,
+        last_chunk: bool = False,
+        description: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> str:
+        """Publish an artifact (or, with ``append``, a further chunk of one); returns its id."""
+        parts = [Part(text=content)] if isinstance(content, str) else list(content)
+        art = Artifact(
+            artifact_id=artifact_id or str(uuid.uuid4()),
+            parts=parts,
+            name=name,
+            description=description,
+            metadata=metadata,
+        )
+        await self._run.add_artifact(art, append=append, last_chunk=last_chunk)
+        return art.artifact_id
+
+    async def require_input(self, content: str | Sequence[Part] | Message | None = None) -> None:
+        """Ask the client for more input (``input-required``); then return from ``execute``."""
+        await self._run.set_status(TaskState.INPUT_REQUIRED, content)
+
+    async def require_auth(self, content: str | Sequence[Part] | Message | None = None) -> None:
+        """Ask the client to authenticate (``auth-required``); then return from ``execute``."""
+        await self._run.set_status(TaskState.AUTH_REQUIRED, content)
+
+    async def complete(self, content: str | Sequence[Part] | Message | None = None) -> None:
+        """Finish the task successfully (terminal)."""
+        await self._run.set_status(TaskState.COMPLETED, content)
+
+    async def fail(self, content: str | Sequence[Part] | Message | None = None) -> None:
+        """Finish the task with an error (terminal)."""
+        await self._run.set_status(TaskState.FAILED, content)
+
+    async def reject(self, content: str | Sequence[Part] | Message | None = None) -> None:
+        """Decline the task (terminal)."""
+        await self._run.set_status(TaskState.REJECTED, content)
+
+
+class AgentExecutor(ABC):
+    """Base class of agent logic.  See the module docstring for the rules.
+
+    Class attributes ``name``, ``description`` and ``skills`` (dicts with
+    ``id``, ``name``, ``description``, ``tags``) feed the agent card when the
+    configuration does not say otherwise.
+    """
+
+    name: str | None = None
+    description: str | None = None
+    skills: list[dict[str, Any]] | None = None
+    streaming: bool = True
+
+    @abstractmethod
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        """Handle one incoming message (one turn of the conversation)."""
+
+    async def cancel(self, ctx: RequestContext, updater: TaskUpdater) -> None:  # noqa: B027
+        """Called when a client cancels the task while ``execute`` runs (optional)."""

@@ -1,0 +1,259 @@
+"""One execution of an executor for one task: the live snapshot, its events, their flushing.
+
+A :class:`TaskRun` exists while an executor works on a task.  Every updater
+call becomes an event: it gets the next sequence number, is folded into the
+live snapshot, is handed to listeners (streams) at once, and is queued for the
+store.  Queued events are written in one ``save_task`` when the task settles
+(terminal or interrupted: the point where a blocked client is answered), when a
+non-blocking send must acknowledge the task, or after ``flush_delay`` seconds of
+an executor that keeps working — so a blocking request that finishes at once
+costs a single store write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from a2a_hub.engine.executor import RequestContext, TaskUpdater
+from a2a_hub.engine.state import InvalidTransitionError, apply_event, check_transition, timestamp
+from a2a_hub.protocol.types import (
+    Artifact,
+    Message,
+    Part,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from a2a_hub.stores.base import TaskEvent
+
+if TYPE_CHECKING:
+    from a2a_hub.engine.engine import TaskEngine
+
+__all__ = ["TaskRun"]
+
+log = logging.getLogger("a2a_hub.engine")
+
+Listener = Callable[[TaskEvent], None]
+
+
+class TaskRun:
+    """The live state of one task while its executor runs (see module docstring)."""
+
+    def __init__(
+        self,
+        engine: TaskEngine,
+        ctx: RequestContext,
+        *,
+        task: Task | None = None,
+        seq: int = 0,
+        bound: bool = False,
+    ) -> None:
+        self.engine = engine
+        self.ctx = ctx
+        self.task_id = ctx.task_id
+        self.context_id = ctx.context_id
+        self.task = task
+        self.seq = seq
+        #: True once the request is tied to a task (a continued task or a non-blocking send).
+        self.bound = bound or task is not None
+        self.updater = TaskUpdater(self)
+        self.listeners: list[Listener] = []
+        self.executing = False
+        self.cancel_requested = False
+        self.settled: asyncio.Future[Task | Message] = asyncio.get_running_loop().create_future()
+        self.finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._unflushed: list[TaskEvent] = []
+        self._flush_lock = asyncio.Lock()
+        self._timer: asyncio.TimerHandle | None = None
+        #: The asyncio task running :meth:`drive`, set by the engine when it starts it.
+        self.driver: asyncio.Future[None] | None = None
+
+    # --- events ----------------------------------------------------------------------
+
+    def emit(self, event: StreamResponse) -> TaskEvent:
+        """Sequence, fold, publish and queue one event."""
+        self.seq += 1
+        record = TaskEvent(self.seq, event)
+        self.task = apply_event(self.task, event)
+        self._unflushed.append(record)
+        for listener in self.listeners:
+            listener(record)
+        if self._timer is None:
+            delay = self.engine.flush_delay
+            self._timer = asyncio.get_running_loop().call_later(delay, self._flush_soon)
+        return record
+
+    def snapshot(self) -> Task:
+        """An independent copy of the live task (lists copied, items shared read-only)."""
+        task = self.task
+        assert task is not None
+        return msgspec.structs.replace(
+            task,
+            history=None if task.history is None else list(task.history),
+            artifacts=None if task.artifacts is None else list(task.artifacts),
+        )
+
+    async def flush(self) -> None:
+        """Write queued events and the snapshot in one store call (serialised)."""
+        async with self._flush_lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if not self._unflushed:
+                return
+            events, self._unflushed = self._unflushed, []
+            try:
+                await self.engine.store.save_task(self.engine.agent_id, self.snapshot(), events)
+            except BaseException:
+                self._unflushed[:0] = events
+                raise
+
+    def _flush_soon(self) -> None:
+        self._timer = None
+        if self._unflushed:
+            task = asyncio.ensure_future(self.flush())
+            task.add_done_callback(_log_flush_error)
+
+    # --- what the updater calls ----------------------------------------------------
+
+    def ensure_task(self) -> Task:
+        """Create the task (state ``submitted``, history = the incoming message) if needed."""
+        if self.task is None:
+            self.bound = True
+            self.emit(
+                StreamResponse(
+                    task=Task(
+                        id=self.task_id,
+                        context_id=self.context_id,
+                        status=TaskStatus(state=TaskState.SUBMITTED, timestamp=timestamp()),
+                        history=[self.ctx.message],
+                    )
+                )
+            )
+        assert self.task is not None
+        return self.task
+
+    def _agent_message(self, content: str | Sequence[Part] | Message | None) -> Message | None:
+        return None if content is None else self.updater.message(content)
+
+    async def start(self) -> None:
+        task = self.ensure_task()
+        if task.status.state is not TaskState.WORKING:
+            await self.set_status(TaskState.WORKING, None)
+
+    async def set_status(
+        self, state: TaskState, content: str | Sequence[Part] | Message | None
+    ) -> None:
+        task = self.ensure_task()
+        check_transition(task.status.state, state)
+        status = TaskStatus(state=state, message=self._agent_message(content), timestamp=timestamp())
+        self.emit(
+            StreamResponse(
+                status_update=TaskStatusUpdateEvent(
+                    task_id=self.task_id, context_id=self.context_id, status=status
+                )
+            )
+        )
+        if state.terminal or state.interrupted:
+            await self.flush()
+            self.settle(self.snapshot())
+
+    async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
+        task = self.ensure_task()
+        if task.status.state.terminal or task.status.state.interrupted:
+            raise InvalidTransitionError(
+                "artifacts can only be added while the task is submitted or working"
+            )
+        self.emit(
+            StreamResponse(
+                artifact_update=TaskArtifactUpdateEvent(
+                    task_id=self.task_id,
+                    context_id=self.context_id,
+                    artifact=artifact,
+                    append=append,
+                    last_chunk=last_chunk,
+                )
+            )
+        )
+
+    async def reply(self, content: str | Sequence[Part] | Message) -> None:
+        if self.bound or self.task is not None:
+            await self.set_status(TaskState.COMPLETED, content)
+            return
+        if self.settled.done():
+            raise InvalidTransitionError("the agent already answered this message")
+        message = self.updater.message(content, with_task=False)
+        if message.context_id is None:
+            message = msgspec.structs.replace(message, context_id=self.context_id)
+        self.settle(message)
+
+    def settle(self, result: Task | Message) -> None:
+        """Answer the blocked request (first call wins)."""
+        if not self.settled.done():
+            self.settled.set_result(result)
+
+    # --- the executor's life -----------------------------------------------------------
+
+    async def drive(self) -> None:
+        """Run ``execute`` to its end and leave the task in a state that tells the truth."""
+        self.executing = True
+        failure: str | None = None
+        try:
+            await self.engine.executor.execute(self.ctx, self.updater)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not self.cancel_requested:
+                failure = "the server shut down while the task was running"
+                await self._finish(failure)
+                raise
+            if current is not None:
+                current.uncancel()
+        except InvalidTransitionError as exc:
+            failure = f"agent broke the task protocol: {exc}"
+            log.warning("agent %s, task %s: %s", self.engine.agent_id, self.task_id, failure)
+        except Exception as exc:  # the agent's own failure becomes the task's failure
+            failure = f"agent error: {type(exc).__name__}: {exc}"
+            log.exception("agent %s failed on task %s", self.engine.agent_id, self.task_id)
+        finally:
+            self.executing = False
+        await self._finish(failure)
+
+    async def _finish(self, failure: str | None) -> None:
+        try:
+            answered = self.task is not None or self.settled.done()
+            state = self.task.status.state if self.task is not None else None
+            if self.cancel_requested and (state is None or not state.terminal):
+                await self.set_status(TaskState.CANCELED, "Task canceled by the client")
+            elif failure is not None and (state is None or not state.terminal):
+                await self.set_status(TaskState.FAILED, failure)
+            elif not answered:
+                await self.set_status(TaskState.FAILED, "the agent returned without answering")
+            elif state in (TaskState.SUBMITTED, TaskState.WORKING):
+                await self.set_status(
+                    TaskState.FAILED, "the agent stopped without finishing the task"
+                )
+            await self.flush()
+            if self.task is not None:
+                self.settle(self.snapshot())
+        except BaseException as exc:
+            if not self.settled.done():
+                self.settled.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self.engine.forget(self)
+            if not self.finished.done():
+                self.finished.set_result(None)
+
+
+def _log_flush_error(task: asyncio.Future[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("background flush failed: %s", task.exception())

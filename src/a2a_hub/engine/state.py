@@ -1,0 +1,127 @@
+"""The task state machine and the fold of events into a task snapshot."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import msgspec
+
+from a2a_hub.protocol.types import (
+    Artifact,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+)
+
+__all__ = ["InvalidTransitionError", "apply_event", "check_transition", "timestamp", "trim_history"]
+
+_ACTIVE = {
+    TaskState.WORKING,
+    TaskState.INPUT_REQUIRED,
+    TaskState.AUTH_REQUIRED,
+    TaskState.COMPLETED,
+    TaskState.FAILED,
+    TaskState.CANCELED,
+    TaskState.REJECTED,
+}
+
+#: Legal moves.  Terminal states have no way out; ``working`` may repeat (progress).
+TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
+    TaskState.SUBMITTED: frozenset(_ACTIVE),
+    TaskState.WORKING: frozenset(_ACTIVE),
+    TaskState.INPUT_REQUIRED: frozenset(_ACTIVE),
+    TaskState.AUTH_REQUIRED: frozenset(_ACTIVE),
+    TaskState.COMPLETED: frozenset(),
+    TaskState.FAILED: frozenset(),
+    TaskState.CANCELED: frozenset(),
+    TaskState.REJECTED: frozenset(),
+    TaskState.UNSPECIFIED: frozenset(),
+}
+
+
+class InvalidTransitionError(RuntimeError):
+    """An executor asked for a state change the protocol does not allow."""
+
+
+def check_transition(current: TaskState, new: TaskState) -> None:
+    """Raise :class:`InvalidTransitionError` unless ``current → new`` is legal."""
+    if new not in TRANSITIONS[current]:
+        if current.terminal:
+            raise InvalidTransitionError(
+                f"task is already {_name(current)}; a terminal task cannot become {_name(new)}"
+            )
+        raise InvalidTransitionError(f"a task cannot go from {_name(current)} to {_name(new)}")
+
+
+def _name(state: TaskState) -> str:
+    return state.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+
+def timestamp() -> str:
+    """Now, as the ISO 8601 UTC string the protocol uses."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def apply_event(task: Task | None, event: StreamResponse) -> Task:
+    """Fold one event into ``task`` (mutated in place and returned).
+
+    * ``task`` replaces the snapshot (the first event of every log);
+    * ``message`` appends a client message to the history;
+    * ``status_update`` sets the status and appends its message, if any, to the history;
+    * ``artifact_update`` adds or replaces the artifact with that id, or extends
+      its parts when ``append`` is set.
+    """
+    if event.task is not None:
+        return msgspec.structs.replace(event.task)
+    if task is None:
+        raise ValueError("the first event of a task log must be a task snapshot")
+    if event.message is not None:
+        _append_history(task, event.message)
+    elif event.status_update is not None:
+        status = event.status_update.status
+        task.status = status
+        if status.message is not None:
+            _append_history(task, status.message)
+    elif event.artifact_update is not None:
+        _apply_artifact(task, event.artifact_update)
+    return task
+
+
+def _append_history(task: Task, message: object) -> None:
+    if task.history is None:
+        task.history = []
+    task.history.append(message)  # type: ignore[arg-type]
+
+
+def _apply_artifact(task: Task, update: TaskArtifactUpdateEvent) -> None:
+    artifacts = task.artifacts if task.artifacts is not None else []
+    task.artifacts = artifacts
+    new = update.artifact
+    for i, old in enumerate(artifacts):
+        if old.artifact_id == new.artifact_id:
+            if update.append:
+                artifacts[i] = msgspec.structs.replace(old, parts=[*old.parts, *new.parts])
+            else:
+                artifacts[i] = new
+            return
+    artifacts.append(Artifact(artifact_id=new.artifact_id, parts=list(new.parts), name=new.name,
+                              description=new.description, metadata=new.metadata,
+                              extensions=new.extensions))
+
+
+def trim_history(
+    task: Task, history_length: int | None, *, include_artifacts: bool = True
+) -> Task:
+    """A shallow copy of ``task`` showing at most ``history_length`` recent messages.
+
+    ``None`` means no limit and 0 means no history.  What is stored is untouched.
+    """
+    history = task.history
+    changed = False
+    if history_length is not None and history is not None and len(history) > history_length:
+        history = history[len(history) - history_length :] if history_length > 0 else None
+        changed = True
+    if not include_artifacts and task.artifacts is not None:
+        return msgspec.structs.replace(task, history=history, artifacts=None)
+    return msgspec.structs.replace(task, history=history) if changed else task

@@ -1,0 +1,265 @@
+"""The one exception tree of a2a-hub and its mapping to every transport.
+
+Each error class carries its JSON-RPC code, HTTP status, the ``reason`` used in
+the HTTP+JSON error body (google.rpc ``ErrorInfo``), and the code used on the
+WebSocket channel.  Raise these anywhere; the transports turn them into the
+right wire form, so a client always gets an error it can act on and never a
+stack trace.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "A2AError",
+    "AgentNotFoundError",
+    "ContentTypeNotSupportedError",
+    "ExtendedAgentCardNotConfiguredError",
+    "ExtensionSupportRequiredError",
+    "InternalError",
+    "InvalidAgentResponseError",
+    "InvalidParamsError",
+    "InvalidRequestError",
+    "JSONParseError",
+    "MethodNotFoundError",
+    "PayloadTooLargeError",
+    "PushNotificationNotSupportedError",
+    "StoreUnavailableError",
+    "TaskNotCancelableError",
+    "TaskNotFoundError",
+    "UnsupportedOperationError",
+    "VersionNotSupportedError",
+    "error_from_code",
+]
+
+
+class A2AError(Exception):
+    """Base of every protocol error.
+
+    ``message`` is written for a person: it says what was wrong and, where it
+    can, what to do instead.  ``data`` is optional structured detail that goes
+    into the JSON-RPC ``error.data`` / the ErrorInfo ``metadata``.
+    """
+
+    code: ClassVar[int] = -32603
+    http_status: ClassVar[int] = 500
+    reason: ClassVar[str] = "INTERNAL_ERROR"
+    ws_code: ClassVar[str] = "internal_error"
+    grpc_status: ClassVar[str] = "INTERNAL"
+    default_message: ClassVar[str] = "Internal error"
+
+    def __init__(self, message: str | None = None, *, data: dict[str, Any] | None = None):
+        self.message = message or self.default_message
+        self.data = data
+        super().__init__(self.message)
+
+
+class JSONParseError(A2AError):
+    """The body is not valid JSON."""
+
+    code = -32700
+    http_status = 400
+    reason = "PARSE_ERROR"
+    ws_code = "parse_error"
+    grpc_status = "INVALID_ARGUMENT"
+    default_message = "Invalid JSON payload"
+
+
+class InvalidRequestError(A2AError):
+    """The body is JSON but not a valid JSON-RPC 2.0 request."""
+
+    code = -32600
+    http_status = 400
+    reason = "INVALID_REQUEST"
+    ws_code = "invalid_request"
+    grpc_status = "INVALID_ARGUMENT"
+    default_message = "Request payload validation error"
+
+
+class MethodNotFoundError(A2AError):
+    """No such method in the protocol version spoken."""
+
+    code = -32601
+    http_status = 404
+    reason = "METHOD_NOT_FOUND"
+    ws_code = "method_not_found"
+    grpc_status = "NOT_FOUND"
+    default_message = "Method not found"
+
+
+class InvalidParamsError(A2AError):
+    """Params are missing, of the wrong type, or contradict each other."""
+
+    code = -32602
+    http_status = 400
+    reason = "INVALID_PARAMS"
+    ws_code = "invalid_params"
+    grpc_status = "INVALID_ARGUMENT"
+    default_message = "Invalid parameters"
+
+
+class InternalError(A2AError):
+    """Something failed on our side."""
+
+
+class TaskNotFoundError(A2AError):
+    """The task does not exist (or is not visible to the caller)."""
+
+    code = -32001
+    http_status = 404
+    reason = "TASK_NOT_FOUND"
+    ws_code = "task_not_found"
+    grpc_status = "NOT_FOUND"
+    default_message = "Task not found"
+
+
+class TaskNotCancelableError(A2AError):
+    """The task is already in a terminal state."""
+
+    code = -32002
+    http_status = 400
+    reason = "TASK_NOT_CANCELABLE"
+    ws_code = "task_not_cancelable"
+    grpc_status = "FAILED_PRECONDITION"
+    default_message = "Task cannot be canceled"
+
+
+class PushNotificationNotSupportedError(A2AError):
+    """The agent does not send push notifications."""
+
+    code = -32003
+    http_status = 400
+    reason = "PUSH_NOTIFICATION_NOT_SUPPORTED"
+    ws_code = "push_notification_not_supported"
+    grpc_status = "FAILED_PRECONDITION"
+    default_message = "Push Notification is not supported"
+
+
+class UnsupportedOperationError(A2AError):
+    """The operation is not allowed for this agent or task now."""
+
+    code = -32004
+    http_status = 400
+    reason = "UNSUPPORTED_OPERATION"
+    ws_code = "unsupported_operation"
+    grpc_status = "FAILED_PRECONDITION"
+    default_message = "This operation is not supported"
+
+
+class ContentTypeNotSupportedError(A2AError):
+    """Wrong or missing Content-Type, or media types the agent cannot handle."""
+
+    code = -32005
+    http_status = 415
+    reason = "CONTENT_TYPE_NOT_SUPPORTED"
+    ws_code = "content_type_not_supported"
+    grpc_status = "INVALID_ARGUMENT"
+    default_message = "Incompatible content types"
+
+
+class InvalidAgentResponseError(A2AError):
+    """The agent produced something the protocol does not allow."""
+
+    code = -32006
+    http_status = 500
+    reason = "INVALID_AGENT_RESPONSE"
+    ws_code = "invalid_agent_response"
+    grpc_status = "INTERNAL"
+    default_message = "Invalid agent response"
+
+
+class ExtendedAgentCardNotConfiguredError(A2AError):
+    """No extended agent card is configured for this agent."""
+
+    code = -32007
+    http_status = 400
+    reason = "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
+    ws_code = "extended_card_not_configured"
+    grpc_status = "FAILED_PRECONDITION"
+    default_message = "Extended agent card is not configured"
+
+
+class ExtensionSupportRequiredError(A2AError):
+    """The agent requires an extension the client did not declare."""
+
+    code = -32008
+    http_status = 400
+    reason = "EXTENSION_SUPPORT_REQUIRED"
+    ws_code = "extension_support_required"
+    grpc_status = "FAILED_PRECONDITION"
+    default_message = "Extension support required"
+
+
+class VersionNotSupportedError(A2AError):
+    """The requested A2A version is not served."""
+
+    code = -32009
+    http_status = 400
+    reason = "VERSION_NOT_SUPPORTED"
+    ws_code = "version_not_supported"
+    grpc_status = "FAILED_PRECONDITION"
+    default_message = "Protocol version not supported"
+
+
+class AgentNotFoundError(A2AError):
+    """No agent with that id is hosted here (HTTP 404; JSON-RPC -32601 has no better fit)."""
+
+    code = -32600
+    http_status = 404
+    reason = "AGENT_NOT_FOUND"
+    ws_code = "agent_not_found"
+    grpc_status = "NOT_FOUND"
+    default_message = "Agent not found"
+
+
+class PayloadTooLargeError(A2AError):
+    """The request body is larger than the configured limit."""
+
+    code = -32600
+    http_status = 413
+    reason = "PAYLOAD_TOO_LARGE"
+    ws_code = "payload_too_large"
+    grpc_status = "INVALID_ARGUMENT"
+    default_message = "Request body too large"
+
+
+class StoreUnavailableError(A2AError):
+    """The task store cannot be reached; the request may be retried."""
+
+    code = -32603
+    http_status = 503
+    reason = "STORE_UNAVAILABLE"
+    ws_code = "store_unavailable"
+    grpc_status = "UNAVAILABLE"
+    default_message = "Task store unavailable"
+
+
+_BY_CODE: dict[int, type[A2AError]] = {
+    cls.code: cls
+    for cls in (
+        JSONParseError,
+        InvalidRequestError,
+        MethodNotFoundError,
+        InvalidParamsError,
+        InternalError,
+        TaskNotFoundError,
+        TaskNotCancelableError,
+        PushNotificationNotSupportedError,
+        UnsupportedOperationError,
+        ContentTypeNotSupportedError,
+        InvalidAgentResponseError,
+        ExtendedAgentCardNotConfiguredError,
+        ExtensionSupportRequiredError,
+        VersionNotSupportedError,
+    )
+}
+
+
+def error_from_code(code: int, message: str, data: Any = None) -> A2AError:
+    """Build the typed error for a JSON-RPC error a peer sent us."""
+    cls = _BY_CODE.get(code, A2AError)
+    err = cls(message, data=data if isinstance(data, dict) else None)
+    if cls is A2AError:
+        err.code = code  # type: ignore[misc]
+    return err

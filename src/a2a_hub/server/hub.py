@@ -1,0 +1,87 @@
+"""The hub: the store and every hosted agent with its engine, built from :class:`Settings`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from a2a_hub.agents.loader import build_executor
+from a2a_hub.engine.engine import TaskEngine
+from a2a_hub.engine.executor import AgentExecutor
+from a2a_hub.protocol.errors import AgentNotFoundError
+from a2a_hub.settings import AgentSpec, Settings
+from a2a_hub.stores import open_store
+from a2a_hub.stores.base import Store
+
+__all__ = ["HostedAgent", "Hub"]
+
+
+@dataclass
+class HostedAgent:
+    """One agent served at ``/a2a/{id}``."""
+
+    spec: AgentSpec
+    executor: AgentExecutor
+    engine: TaskEngine
+    cards: dict[str, tuple[bytes, str]] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """The agent's id, its path segment."""
+        return self.spec.id
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the card announces streaming."""
+        return False
+
+
+class Hub:
+    """All agents of one process over one store."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        store: Store | None = None,
+        executors: dict[str, AgentExecutor] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store if store is not None else open_store(settings.store)
+        self.agents: dict[str, HostedAgent] = {}
+        for spec in settings.agents:
+            executor = (executors or {}).get(spec.id) or build_executor(spec)
+            self.agents[spec.id] = HostedAgent(spec, executor, TaskEngine(spec.id, executor, self.store))
+        self.default_agent_id = settings.default_agent or (
+            settings.agents[0].id if len(settings.agents) == 1 else None
+        )
+
+    def agent(self, agent_id: str) -> HostedAgent:
+        """The agent with that id, or :class:`AgentNotFoundError` naming the ones there are."""
+        agent = self.agents.get(agent_id)
+        if agent is None:
+            known = ", ".join(sorted(self.agents)) or "none"
+            raise AgentNotFoundError(
+                f"No agent {agent_id!r} is hosted here; agents: {known}",
+                data={"agentId": agent_id},
+            )
+        return agent
+
+    def default_agent(self) -> HostedAgent:
+        """The agent answering at the root URL."""
+        if self.default_agent_id is None:
+            raise AgentNotFoundError(
+                "No default agent: this hub hosts several agents; use /a2a/{agent_id} "
+                f"(agents: {', '.join(sorted(self.agents)) or 'none'}) or start it with "
+                "--default-agent"
+            )
+        return self.agents[self.default_agent_id]
+
+    async def start(self) -> None:
+        """Open the store."""
+        await self.store.open()
+
+    async def close(self) -> None:
+        """Stop running tasks and close the store."""
+        for agent in self.agents.values():
+            await agent.engine.close()
+        await self.store.close()

@@ -1,0 +1,309 @@
+"""JSON-RPC 2.0 binding for every A2A version: 1.0, 0.3 (and 0.2), and the 0.1 legacy methods.
+
+The version is chosen by the ``A2A-Version`` header (or query parameter) and the
+method name: ``1.x`` serves the PascalCase 1.0 methods, ``0.3``/``0.2`` the
+slash-named 0.3 methods plus the 0.1 legacy ones, ``0.1`` the legacy ones.
+Without a version the method name decides (a PascalCase name is served as
+1.0, a slash name as 0.3 or 0.1), so a plain ``curl`` works.  Errors are
+answered with HTTP 200 and a JSON-RPC error object, as the protocol does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import msgspec
+
+from a2a_hub.protocol import v01, v03
+from a2a_hub.protocol.errors import (
+    A2AError,
+    ExtendedAgentCardNotConfiguredError,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    JSONParseError,
+    MethodNotFoundError,
+    PushNotificationNotSupportedError,
+    UnsupportedOperationError,
+    VersionNotSupportedError,
+)
+from a2a_hub.protocol.types import (
+    GetTaskRequest,
+    ListTasksRequest,
+    SendMessageRequest,
+    SendMessageResponse,
+    Task,
+    TaskIdRequest,
+)
+from a2a_hub.server.hub import HostedAgent
+
+__all__ = ["SERVED_VERSIONS", "error_info", "handle_rpc", "resolve_family"]
+
+log = logging.getLogger("a2a_hub.server")
+
+SERVED_VERSIONS = "1.0 and 0.3 (also 0.2), plus the 0.1 legacy methods"
+
+Handler = Callable[[HostedAgent, msgspec.Raw], Awaitable[Any]]
+
+
+class _Envelope(msgspec.Struct):
+    jsonrpc: str
+    method: str
+    id: str | int | None = None
+    params: msgspec.Raw = msgspec.Raw(b"")
+
+
+class _Ok(msgspec.Struct):
+    jsonrpc: str
+    id: str | int | None
+    result: Any
+
+
+class _ErrorBody(msgspec.Struct, omit_defaults=True):
+    code: int
+    message: str
+    data: Any = None
+
+
+class _Err(msgspec.Struct):
+    jsonrpc: str
+    id: str | int | None
+    error: _ErrorBody
+
+
+_enc = msgspec.json.Encoder()
+_env_dec = msgspec.json.Decoder(_Envelope)
+_any_dec = msgspec.json.Decoder()
+
+
+T = TypeVar("T")
+
+
+def _decode(raw: msgspec.Raw, kind: type[T]) -> T:
+    if not raw:
+        raise InvalidParamsError("params is required for this method")
+    try:
+        return msgspec.json.decode(raw, type=kind)
+    except msgspec.ValidationError as exc:
+        raise InvalidParamsError(f"invalid params: {_field_msg(exc)}") from None
+
+
+def _field_msg(exc: msgspec.ValidationError) -> str:
+    return str(exc).replace("`$.", "`params.").replace("`$`", "`params`")
+
+
+def _decode_any(raw: msgspec.Raw) -> Any:
+    if not raw:
+        raise InvalidParamsError("params is required for this method")
+    params = _any_dec.decode(raw)
+    if not isinstance(params, dict):
+        raise InvalidParamsError("params must be an object")
+    return params
+
+
+def _no_streaming(what: str) -> Handler:
+    async def handler(agent: HostedAgent, raw: msgspec.Raw) -> Any:
+        raise UnsupportedOperationError(
+            f"{what} needs streaming, which agent {agent.id!r} does not offer "
+            "(its card says capabilities.streaming is false); use the non-streaming method"
+        )
+
+    return handler
+
+
+async def _no_push(agent: HostedAgent, raw: msgspec.Raw) -> Any:
+    raise PushNotificationNotSupportedError(
+        f"agent {agent.id!r} does not send push notifications "
+        "(its card says capabilities.pushNotifications is false)"
+    )
+
+
+async def _no_extended_card(agent: HostedAgent, raw: msgspec.Raw) -> Any:
+    raise ExtendedAgentCardNotConfiguredError(
+        f"agent {agent.id!r} has no extended agent card configured; its public card is at "
+        ".well-known/agent-card.json"
+    )
+
+
+# --- 1.0 -----------------------------------------------------------------------------
+
+
+async def _send_10(agent: HostedAgent, raw: msgspec.Raw) -> Any:
+    result = await agent.engine.send(_decode(raw, SendMessageRequest))
+    if isinstance(result, Task):
+        return SendMessageResponse(task=result)
+    return SendMessageResponse(message=result)
+
+
+async def _get_10(agent: HostedAgent, raw: msgspec.Raw) -> Any:
+    req = _decode(raw, GetTaskRequest)
+    return await agent.engine.get_task(req.id, req.history_length)
+
+
+async def _list_10(agent: HostedAgent, raw: msgspec.Raw) -> Any:
+    req = _decode(raw, ListTasksRequest) if raw else ListTasksRequest()
+    return await agent.engine.list_tasks(req)
+
+
+async def _cancel_10(agent: HostedAgent, raw: msgspec.Raw) -> Any:
+    return await agent.engine.cancel_task(_decode(raw, TaskIdRequest).id)
+
+
+V10: dict[str, Handler] = {
+    "SendMessage": _send_10,
+    "SendStreamingMessage": _no_streaming("SendStreamingMessage"),
+    "GetTask": _get_10,
+    "ListTasks": _list_10,
+    "CancelTask": _cancel_10,
+    "SubscribeToTask": _no_streaming("SubscribeToTask"),
+    "CreateTaskPushNotificationConfig": _no_push,
+    "GetTaskPushNotificationConfig": _no_push,
+    "ListTaskPushNotificationConfigs": _no_push,
+    "DeleteTaskPushNotificationConfig": _no_push,
+    "GetExtendedAgentCard": _no_extended_card,
+}
+
+# --- 0.3 and 0.1 ---------------------------------------------------------------------
+
+
+def _encode_old(task: Task) -> dict[str, Any]:
+    """Tasks created through 0.1 ``tasks/send`` are answered in 0.1 shape, others in 0.3."""
+    return v01.encode_task(task) if v01.is_legacy_task(task) else v03.encode_task(task)
+
+
+async def _send_03(agent: HostedAgent, raw: msgspec.Raw) -> Any:
+    result = await agent.engine.send(v03.decode_send_params(_decode_any(raw)))
+    return v03.encode_send_result(result)
+
+
+async def _get_old(agent: HostedAgent, raw: msgspec.Raw) -> Any:
+    task_id, history_length = v03.decode_task_query(_decode_any(raw))
+    return _encode_old(await agent.engine.get_task(task_id, history_length))
+
+
+async def _cancel_old(agent: HostedAgent, raw: msgspec.Raw) -> Any:
+    return _encode_old(await agent.engine.cancel_task(v03.decode_task_id(_decode_any(raw))))
+
+
+async def _send_01(agent: HostedAgent, raw: msgspec.Raw) -> Any:
+    request, task_id = v01.decode_send_params(_decode_any(raw))
+    result = await agent.engine.send(request, new_task_id=task_id)
+    if not isinstance(result, Task):  # cannot happen: a client-chosen id binds the run to a task
+        raise InternalError("the agent answered a 0.1 tasks/send without a task")
+    return v01.encode_task(result)
+
+
+_SHARED: dict[str, Handler] = {
+    "tasks/get": _get_old,
+    "tasks/cancel": _cancel_old,
+    "tasks/resubscribe": _no_streaming("tasks/resubscribe"),
+}
+
+V03: dict[str, Handler] = {
+    "message/send": _send_03,
+    "message/stream": _no_streaming("message/stream"),
+    **_SHARED,
+    "tasks/pushNotificationConfig/set": _no_push,
+    "tasks/pushNotificationConfig/get": _no_push,
+    "tasks/pushNotificationConfig/list": _no_push,
+    "tasks/pushNotificationConfig/delete": _no_push,
+    "agent/getAuthenticatedExtendedCard": _no_extended_card,
+}
+
+V01: dict[str, Handler] = {
+    "tasks/send": _send_01,
+    "tasks/sendSubscribe": _no_streaming("tasks/sendSubscribe"),
+    **_SHARED,
+    "tasks/pushNotification/set": _no_push,
+    "tasks/pushNotification/get": _no_push,
+}
+
+_FAMILIES: dict[str, dict[str, Handler]] = {"1.0": V10, "0.3": {**V01, **V03}, "0.1": V01}
+
+
+def resolve_family(version: str | None, method: str) -> tuple[str, Handler]:
+    """Pick the protocol family and handler for a method under an ``A2A-Version`` value."""
+    if version:
+        family = _family_of(version)
+    elif method in V10:
+        family = "1.0"
+    elif method in V03:
+        family = "0.3"
+    elif method in V01:
+        family = "0.1"
+    else:
+        raise MethodNotFoundError(f"Method {method!r} is not an A2A method ({SERVED_VERSIONS})")
+    handler = _FAMILIES[family].get(method)
+    if handler is None:
+        for other, table in _FAMILIES.items():
+            if method in table:
+                raise MethodNotFoundError(
+                    f"Method {method!r} belongs to A2A {other}, but the request asks for A2A "
+                    f"{version}; send A2A-Version: {other} or use the {family} method"
+                )
+        raise MethodNotFoundError(f"Method {method!r} does not exist in A2A {family}")
+    return family, handler
+
+
+def _family_of(version: str) -> str:
+    major, _, minor = version.strip().partition(".")
+    if major == "1":
+        return "1.0"
+    if major == "0" and minor.split(".")[0] in ("2", "3"):
+        return "0.3"
+    if major == "0" and minor.split(".")[0] == "1":
+        return "0.1"
+    raise VersionNotSupportedError(
+        f"A2A version {version!r} is not supported; this server speaks {SERVED_VERSIONS}",
+        data={"requested": version, "supported": "1.0,0.3,0.2,0.1"},
+    )
+
+
+def error_info(err: A2AError) -> dict[str, Any]:
+    """The google.rpc ``ErrorInfo`` detail of an error (1.0 JSON-RPC data, REST details)."""
+    return {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": err.reason,
+        "domain": "a2a-protocol.org",
+        "metadata": {k: str(v) for k, v in (err.data or {}).items()},
+    }
+
+
+def encode_error(req_id: str | int | None, err: A2AError, family: str | None) -> bytes:
+    """A JSON-RPC error response for ``err``."""
+    data: Any = None
+    if family == "1.0":
+        data = [error_info(err)]
+    elif err.data:
+        data = err.data
+    return _enc.encode(_Err("2.0", req_id, _ErrorBody(err.code, err.message, data)))
+
+
+async def handle_rpc(agent: HostedAgent, body: bytes, version: str | None) -> bytes:
+    """Answer one JSON-RPC request body; never raises."""
+    req_id: str | int | None = None
+    family: str | None = None
+    try:
+        try:
+            env = _env_dec.decode(body)
+        except msgspec.ValidationError as exc:
+            raise InvalidRequestError(
+                f"not a JSON-RPC 2.0 request: {exc} (expected an object with jsonrpc, "
+                "method, id and params)"
+            ) from None
+        except msgspec.DecodeError as exc:
+            raise JSONParseError(f"Invalid JSON payload: {exc}") from None
+        req_id = env.id
+        if env.jsonrpc != "2.0":
+            raise InvalidRequestError('jsonrpc must be "2.0"')
+        family, handler = resolve_family(version, env.method)
+        result = await handler(agent, env.params)
+        return _enc.encode(_Ok("2.0", req_id, result))
+    except A2AError as err:
+        log.debug("agent %s: %s %s", agent.id, type(err).__name__, err.message)
+        return encode_error(req_id, err, family or "1.0")
+    except Exception:
+        log.exception("agent %s: internal error", agent.id)
+        return encode_error(req_id, InternalError(), family or "1.0")

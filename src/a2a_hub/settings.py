@@ -1,0 +1,146 @@
+"""One settings object, fed by ``hub.toml``, ``A2A_HUB_*`` environment variables and CLI flags.
+
+Later sources win: file < environment < command line.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+import msgspec
+
+__all__ = ["AgentSpec", "Settings", "SettingsError", "load_settings", "parse_agent_spec"]
+
+DEFAULT_STORE = "sqlite:///.a2a-hub/hub.db"
+
+
+class SettingsError(ValueError):
+    """A configuration value is missing or wrong; the message says which and why."""
+
+
+class AgentSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One hosted agent: its id (the ``/a2a/{id}`` path), kind and options.
+
+    Kinds: ``echo`` (built in) and ``python`` (``executor = "module:Class"``).
+    """
+
+    id: str
+    kind: str = "echo"
+    executor: str | None = None
+    name: str | None = None
+    description: str | None = None
+    version: str = "1.0.0"
+    options: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Everything ``a2a-hub serve`` needs."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    store: str = DEFAULT_STORE
+    agents: list[AgentSpec] = msgspec.field(default_factory=list)
+    default_agent: str | None = None
+    max_body_bytes: int = 10 * 1024 * 1024
+    public_url: str | None = None
+    log_level: str = "info"
+
+
+_ENV_FIELDS = {
+    "host": str,
+    "port": int,
+    "store": str,
+    "default_agent": str,
+    "max_body_bytes": int,
+    "public_url": str,
+    "log_level": str,
+}
+
+
+def parse_agent_spec(text: str) -> AgentSpec:
+    """Parse ``[ID=]KIND_OR_IMPORT_PATH[?option=value&…]``.
+
+    ``echo`` → the echo agent at ``/a2a/echo``; ``bot=pkg.mod:Bot`` → the
+    executor class ``Bot`` at ``/a2a/bot``; ``pkg.mod:Bot`` alone gets the id
+    ``bot``; ``echo?reply=message`` passes options.
+    """
+    spec, _, query = text.partition("?")
+    agent_id, eq, target = spec.partition("=")
+    if not eq:
+        agent_id, target = "", spec
+    target = target.strip()
+    if not target:
+        raise SettingsError(f"--agent {text!r}: say which agent, e.g. 'echo' or 'mymod:MyExecutor'")
+    options: dict[str, Any] = dict(parse_qsl(query, keep_blank_values=True))
+    if ":" in target:
+        kind, executor = "python", target
+        agent_id = agent_id or target.rsplit(":", 1)[1].lower()
+    else:
+        kind, executor = target, None
+        agent_id = agent_id or target
+    return AgentSpec(id=agent_id.strip(), kind=kind, executor=executor, options=options)
+
+
+def load_settings(
+    config: str | Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Merge the config file, ``A2A_HUB_*`` variables and CLI ``overrides`` into :class:`Settings`."""
+    env = os.environ if env is None else env
+    merged: dict[str, Any] = {}
+    path = config or env.get("A2A_HUB_CONFIG")
+    if path:
+        try:
+            merged.update(tomllib.loads(Path(path).read_text()))
+        except FileNotFoundError:
+            raise SettingsError(f"config file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise SettingsError(f"config file {path} is not valid TOML: {exc}") from None
+    for name, kind in _ENV_FIELDS.items():
+        value = env.get(f"A2A_HUB_{name.upper()}")
+        if value:
+            try:
+                merged[name] = kind(value)
+            except ValueError:
+                raise SettingsError(
+                    f"A2A_HUB_{name.upper()}={value!r} is not a valid {kind.__name__}"
+                ) from None
+    if env.get("A2A_HUB_AGENTS"):
+        merged["agents"] = [
+            msgspec.to_builtins(parse_agent_spec(s))
+            for s in env["A2A_HUB_AGENTS"].split(",")
+            if s.strip()
+        ]
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            merged[key] = value
+    try:
+        settings = msgspec.convert(merged, Settings)
+    except msgspec.ValidationError as exc:
+        raise SettingsError(f"invalid setting: {exc}") from None
+    _check(settings)
+    return settings
+
+
+def _check(settings: Settings) -> None:
+    seen: set[str] = set()
+    for agent in settings.agents:
+        if not agent.id or "/" in agent.id:
+            raise SettingsError(f"agent id {agent.id!r} must be non-empty and contain no '/'")
+        if agent.id in seen:
+            raise SettingsError(f"agent id {agent.id!r} is used twice")
+        seen.add(agent.id)
+    if settings.default_agent is not None and settings.default_agent not in seen:
+        raise SettingsError(
+            f"default agent {settings.default_agent!r} is not one of the agents: "
+            f"{', '.join(sorted(seen)) or 'none'}"
+        )
+    if settings.max_body_bytes < 1024:
+        raise SettingsError("max_body_bytes must be at least 1024")

@@ -1,0 +1,179 @@
+"""Abstract storage interfaces: tasks, their event logs, push configs.
+
+Every backend (``memory``, ``sql`` for SQLite and PostgreSQL, and later
+``redis``) implements :class:`Store`, and one contract test suite runs the same
+test bodies against all of them.
+
+Rules every backend keeps:
+
+* Tasks are namespaced by ``agent_id``: a task saved for one agent is not
+  found through another.
+* ``get``/``read`` of something that does not exist returns ``None`` / ``[]``;
+  they never raise for "not found".  Deleting a missing task returns ``False``.
+* Values returned are independent copies: mutating them never changes what is
+  stored (the memory backend copies on the way in and out to keep that true).
+* ``save`` writes the task snapshot and appends its new events in one atomic
+  step, so the snapshot is always the fold of the stored log.
+* A backend that cannot reach its server raises
+  :class:`~a2a_hub.protocol.errors.StoreUnavailableError`.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import msgspec
+
+from a2a_hub.protocol.errors import InvalidParamsError
+from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
+
+__all__ = [
+    "EventLog",
+    "PushConfigStore",
+    "Store",
+    "TaskEvent",
+    "TaskPage",
+    "TaskQuery",
+    "TaskStore",
+    "decode_page_token",
+    "encode_page_token",
+]
+
+
+class TaskEvent(msgspec.Struct, frozen=True):
+    """One change to a task: its per-task sequence number (1, 2, 3 …) and payload.
+
+    The payload is a :class:`StreamResponse` with exactly one member set:
+    ``task`` (a snapshot; always the first event), ``status_update``,
+    ``artifact_update``, or ``message`` — a client message appended to the
+    task's history when a conversation continues (not forwarded to streams).
+    """
+
+    seq: int
+    event: StreamResponse
+
+
+class TaskQuery(msgspec.Struct, kw_only=True):
+    """Filters and paging of :meth:`TaskStore.list` (newest first)."""
+
+    context_id: str | None = None
+    state: TaskState | None = None
+    updated_after: float | None = None
+    page_size: int = 50
+    page_token: str | None = None
+
+
+class TaskPage(msgspec.Struct, kw_only=True):
+    """One page of tasks, newest first, and the token of the next page ("" if none)."""
+
+    tasks: list[Task]
+    next_page_token: str
+    total_size: int
+
+
+def encode_page_token(updated_at: float, task_id: str) -> str:
+    """Opaque keyset cursor: the position after the last task of a page."""
+    raw = msgspec.json.encode([updated_at, task_id])
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_page_token(token: str) -> tuple[float, str]:
+    """Inverse of :func:`encode_page_token`; a bad token is an invalid param."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        updated_at, task_id = msgspec.json.decode(raw, type=tuple[float, str])
+    except (ValueError, msgspec.DecodeError) as exc:
+        raise InvalidParamsError(
+            "pageToken is not a token this server issued; pass nextPageToken from the "
+            "previous ListTasks response, or omit it for the first page"
+        ) from exc
+    return updated_at, task_id
+
+
+def now() -> float:
+    """Wall-clock seconds, the time base of ``updated_at`` in every backend."""
+    return time.time()
+
+
+class TaskStore(ABC):
+    """Task snapshots: get, save (with events), list with filters and paging, delete."""
+
+    @abstractmethod
+    async def get_task(self, agent_id: str, task_id: str) -> Task | None:
+        """The task's latest snapshot, or ``None`` if there is no such task."""
+
+    @abstractmethod
+    async def save_task(
+        self, agent_id: str, task: Task, events: Sequence[TaskEvent] = ()
+    ) -> None:
+        """Create or replace the snapshot and append ``events`` to its log, atomically.
+
+        ``events`` must continue the log: their ``seq`` values follow the last
+        stored one without gaps.  A backend may reject a duplicate ``seq``.
+        """
+
+    @abstractmethod
+    async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
+        """Tasks of one agent matching ``query``, most recently updated first."""
+
+    @abstractmethod
+    async def delete_task(self, agent_id: str, task_id: str) -> bool:
+        """Remove the task, its events and push configs; ``False`` if it did not exist."""
+
+
+class EventLog(ABC):
+    """Per-task event logs, read from any sequence number."""
+
+    @abstractmethod
+    async def read_events(
+        self, agent_id: str, task_id: str, after: int = 0, limit: int | None = None
+    ) -> list[TaskEvent]:
+        """Events with ``seq > after`` in order (at most ``limit``); ``[]`` if none."""
+
+    @abstractmethod
+    async def last_seq(self, agent_id: str, task_id: str) -> int:
+        """The highest stored sequence number of the task, 0 if it has no events."""
+
+
+class PushConfigStore(ABC):
+    """Push notification configs, several per task, keyed by config id."""
+
+    @abstractmethod
+    async def set_push_config(
+        self, agent_id: str, task_id: str, config: TaskPushNotificationConfig
+    ) -> None:
+        """Create or replace the config with ``config.id`` for the task.
+
+        Raises :class:`TaskNotFoundError` if the task does not exist.
+        """
+
+    @abstractmethod
+    async def get_push_config(
+        self, agent_id: str, task_id: str, config_id: str
+    ) -> TaskPushNotificationConfig | None:
+        """One config, or ``None``."""
+
+    @abstractmethod
+    async def list_push_configs(
+        self, agent_id: str, task_id: str
+    ) -> list[TaskPushNotificationConfig]:
+        """Every config of the task, in creation order."""
+
+    @abstractmethod
+    async def delete_push_config(self, agent_id: str, task_id: str, config_id: str) -> bool:
+        """Remove one config; ``False`` if it did not exist."""
+
+
+class Store(TaskStore, EventLog, PushConfigStore):
+    """A complete backend: all three interfaces plus a lifecycle."""
+
+    url: str = ""
+
+    async def open(self) -> None:  # noqa: B027 - optional hook
+        """Connect and create the schema if needed.  Called once before use."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections.  The store is not used afterwards."""

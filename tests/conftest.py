@@ -1,0 +1,66 @@
+"""Shared fixtures: an in-process hub and an HTTP client bound to it."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from a2a_hub import AgentExecutor, AgentSpec, Hub, Settings, create_app
+from a2a_hub.stores.memory import MemoryStore
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from sample_agents import PizzaExecutor, SlowExecutor  # noqa: E402
+
+
+def make_hub(
+    agents: dict[str, AgentExecutor | str] | None = None,
+    *,
+    default_agent: str | None = None,
+    **settings: Any,
+) -> Hub:
+    """A hub over a memory store; values are executors or built-in kinds ('echo')."""
+    agents = agents if agents is not None else {"echo": "echo"}
+    specs, executors = [], {}
+    for agent_id, what in agents.items():
+        if isinstance(what, str):
+            kind, _, query = what.partition("?")
+            options = dict(p.split("=", 1) for p in query.split("&") if p)
+            specs.append(AgentSpec(id=agent_id, kind=kind, options=options))
+        else:
+            specs.append(AgentSpec(id=agent_id, kind="python", executor="x:y"))
+            executors[agent_id] = what
+    config = Settings(agents=specs, default_agent=default_agent, store="memory://", **settings)
+    return Hub(config, store=MemoryStore(), executors=executors)
+
+
+@pytest.fixture
+def hub_factory() -> Callable[..., Hub]:
+    return make_hub
+
+
+@pytest.fixture
+async def hub() -> AsyncIterator[Hub]:
+    h = make_hub(
+        {
+            "echo": "echo",
+            "echo-msg": "echo?reply=message",
+            "pizza": PizzaExecutor(),
+            "slow": SlowExecutor(),
+        }
+    )
+    await h.start()
+    yield h
+    await h.close()
+
+
+@pytest.fixture
+async def client(hub: Hub) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=create_app(hub))
+    async with httpx.AsyncClient(transport=transport, base_url="http://hub.test") as c:
+        yield c

@@ -1,0 +1,64 @@
+"""Executors used by the tests (importable as ``sample_agents:Name`` for the python kind)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from a2a_hub import AgentExecutor, RequestContext, TaskUpdater
+
+
+class PizzaExecutor(AgentExecutor):
+    """Seed 002's pizza order: asks which kind, then completes with the whole history."""
+
+    name = "Pizza"
+    description = "Takes a pizza order in two turns."
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        if ctx.task is None:
+            await updater.require_input("What kind of pizza?")
+            return
+        said = [m.parts[0].text for m in ctx.history if m.parts and m.parts[0].text]
+        await updater.artifact(f"order: {ctx.text}", name="order")
+        await updater.complete(f"Ordered {ctx.text} after {len(said)} messages: {' | '.join(said)}")
+
+
+class SlowExecutor(AgentExecutor):
+    """Works until canceled; records what happened."""
+
+    started: asyncio.Event | None = None
+    canceled_calls = 0
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        await updater.working("thinking")
+        if SlowExecutor.started is not None:
+            SlowExecutor.started.set()
+        await asyncio.sleep(60)
+        await updater.complete("done")
+
+    async def cancel(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        SlowExecutor.canceled_calls += 1
+
+
+class CrashExecutor(AgentExecutor):
+    """Raises in the middle of a task."""
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        raise RuntimeError("the model exploded")
+
+
+class LazyExecutor(AgentExecutor):
+    """Returns without answering at all."""
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        return None
+
+
+class RuleBreaker(AgentExecutor):
+    """Keeps writing after completing."""
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.complete("done")
+        await updater.working("still here")

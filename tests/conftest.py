@@ -15,7 +15,7 @@ from a2a_hub.stores.memory import MemoryStore
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from sample_agents import PizzaExecutor, SlowExecutor  # noqa: E402
+from sample_agents import PizzaExecutor, SlowExecutor
 
 
 def make_hub(
@@ -64,3 +64,44 @@ async def client(hub: Hub) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=create_app(hub))
     async with httpx.AsyncClient(transport=transport, base_url="http://hub.test") as c:
         yield c
+
+
+class LiveServer:
+    """A real uvicorn server of a hub on a loopback socket, in the test's event loop."""
+
+    def __init__(self, hub: Hub) -> None:
+        import socket
+
+        import uvicorn
+
+        self.hub = hub
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(create_app(hub), log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+
+    async def __aenter__(self) -> LiveServer:
+        import asyncio
+
+        self._task = asyncio.ensure_future(self.server.serve(sockets=[self.sock]))
+        while not self.server.started:
+            if self._task.done():
+                self._task.result()
+            await asyncio.sleep(0.01)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        await self._task
+        self.sock.close()
+
+
+@pytest.fixture
+async def live(hub_factory: Callable[..., Hub]) -> AsyncIterator[LiveServer]:
+    hub = hub_factory(
+        {"echo": "echo", "pizza": PizzaExecutor(), "slow": SlowExecutor()}, default_agent="echo"
+    )
+    async with LiveServer(hub) as server:
+        yield server

@@ -31,8 +31,11 @@ from a2a_hub.stores.memory import MemoryStore
 
 def msg(text: str, *, task_id: str | None = None, context_id: str | None = None) -> Message:
     return Message(
-        message_id=str(uuid.uuid4()), role=Role.USER, parts=[Part(text=text)],
-        task_id=task_id, context_id=context_id,
+        message_id=str(uuid.uuid4()),
+        role=Role.USER,
+        parts=[Part(text=text)],
+        task_id=task_id,
+        context_id=context_id,
     )
 
 

@@ -88,7 +88,7 @@ def serve(
                 "no agents to serve: pass --agent echo (or list [[agents]] in --config hub.toml)"
             )
         hub = Hub(settings)
-    except SettingsError as exc:
+    except (SettingsError, ValueError, ImportError) as exc:
         err_console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
     logging.basicConfig(
@@ -97,7 +97,9 @@ def serve(
     base = f"http://{settings.host}:{settings.port}"
     err_console.print(f"a2a-hub serving {len(hub.agents)} agent(s), store {settings.store}")
     for agent_id in hub.agents:
-        err_console.print(f"  {base}/a2a/{agent_id}  (card: {base}/a2a/{agent_id}/.well-known/agent-card.json)")
+        err_console.print(
+            f"  {base}/a2a/{agent_id}  (card: {base}/a2a/{agent_id}/.well-known/agent-card.json)"
+        )
     if hub.default_agent_id:
         err_console.print(f"  default agent at {base}/ : {hub.default_agent_id}")
     uvicorn.run(
@@ -112,3 +114,7 @@ def serve(
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+if __name__ == "__main__":
+    main()

@@ -92,7 +92,7 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> Settings:
-    """Merge the config file, ``A2A_HUB_*`` variables and CLI ``overrides`` into :class:`Settings`."""
+    """Merge the config file, ``A2A_HUB_*`` variables and CLI ``overrides``."""
     env = os.environ if env is None else env
     merged: dict[str, Any] = {}
     path = config or env.get("A2A_HUB_CONFIG")

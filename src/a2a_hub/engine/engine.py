@@ -86,7 +86,9 @@ class TaskEngine:
             return trim_history(result, history_length)
         return result
 
-    async def begin(self, request: SendMessageRequest, *, new_task_id: str | None = None) -> TaskRun:
+    async def begin(
+        self, request: SendMessageRequest, *, new_task_id: str | None = None
+    ) -> TaskRun:
         """Validate a send and prepare its run (not started): shared by send and stream."""
         message = request.message
         _check_message(message)
@@ -100,7 +102,8 @@ class TaskEngine:
             existing = await self.store.get_task(self.agent_id, task_id)
             if existing is None and message.task_id is not None:
                 raise TaskNotFoundError(
-                    f"Task {task_id} not found; send the message without taskId to start a new task",
+                    f"Task {task_id} not found; send the message without taskId "
+                    "to start a new task",
                     data={"taskId": task_id},
                 )
         if existing is not None:
@@ -110,8 +113,12 @@ class TaskEngine:
         if message.task_id != task_id or message.context_id != context_id:
             message = msgspec.structs.replace(message, task_id=task_id, context_id=context_id)
         ctx = RequestContext(
-            agent_id=self.agent_id, message=message, task_id=task_id, context_id=context_id,
-            configuration=config, metadata=request.metadata,
+            agent_id=self.agent_id,
+            message=message,
+            task_id=task_id,
+            context_id=context_id,
+            configuration=config,
+            metadata=request.metadata,
         )
         self._refuse_if_running(task_id)
         run = TaskRun(self, ctx, bound=new_task_id is not None)
@@ -140,8 +147,13 @@ class TaskEngine:
         seq = await self.store.last_seq(self.agent_id, task.id)
         message = msgspec.structs.replace(message, task_id=task.id, context_id=task.context_id)
         ctx = RequestContext(
-            agent_id=self.agent_id, message=message, task_id=task.id, context_id=task.context_id,
-            task=task, configuration=request.configuration, metadata=request.metadata,
+            agent_id=self.agent_id,
+            message=message,
+            task_id=task.id,
+            context_id=task.context_id,
+            task=task,
+            configuration=request.configuration,
+            metadata=request.metadata,
         )
         self._refuse_if_running(task.id)
         live = msgspec.structs.replace(
@@ -194,16 +206,18 @@ class TaskEngine:
             raise InvalidParamsError(f"pageSize must be between 1 and {MAX_PAGE_SIZE}")
         if request.history_length is not None and request.history_length < 0:
             raise InvalidParamsError("historyLength must be 0 or more")
-        if request.status is TaskState.UNSPECIFIED:
-            status = None
-        else:
-            status = request.status
-        after = _parse_time(request.status_timestamp_after) if request.status_timestamp_after else None
+        status = None if request.status is TaskState.UNSPECIFIED else request.status
+        after = (
+            _parse_time(request.status_timestamp_after) if request.status_timestamp_after else None
+        )
         page = await self.store.list_tasks(
             self.agent_id,
             TaskQuery(
-                context_id=request.context_id or None, state=status, updated_after=after,
-                page_size=page_size, page_token=request.page_token or None,
+                context_id=request.context_id or None,
+                state=status,
+                updated_after=after,
+                page_size=page_size,
+                page_token=request.page_token or None,
             ),
         )
         tasks = []
@@ -212,28 +226,31 @@ class TaskEngine:
             if run is not None and run.task is not None:
                 task = run.snapshot()
             tasks.append(
-                trim_history(task, request.history_length,
-                             include_artifacts=bool(request.include_artifacts))
+                trim_history(
+                    task, request.history_length, include_artifacts=bool(request.include_artifacts)
+                )
             )
         return ListTasksResponse(
-            tasks=tasks, next_page_token=page.next_page_token, page_size=page_size,
+            tasks=tasks,
+            next_page_token=page.next_page_token,
+            page_size=page_size,
             total_size=page.total_size,
         )
 
     async def cancel_task(self, task_id: str) -> Task:
         """``CancelTask``: stop the executor if it runs, and end the task ``canceled``."""
         run = self._runs.get(task_id)
-        if run is not None and run.task is not None and run.executing:
-            if not run.task.status.state.terminal:
-                run.cancel_requested = True
+        if run is not None and run.task is not None and not run.task.status.state.terminal:
+            run.cancel_requested = True
+            if run.executing:
                 try:
                     await self.executor.cancel(run.ctx, run.updater)
                 except Exception:
                     log.exception("agent %s: cancel() of task %s failed", self.agent_id, task_id)
                 if run.executing:
                     _cancel_driver(run)
-                await asyncio.shield(run.finished)
-                return run.snapshot()
+            await asyncio.shield(run.finished)
+            return run.snapshot()
         task = await self.store.get_task(self.agent_id, task_id)
         if task is None:
             raise TaskNotFoundError(f"Task {task_id} not found", data={"taskId": task_id})
@@ -243,12 +260,22 @@ class TaskEngine:
                 f"Task {task_id} is already {state_name(state)} and cannot be canceled",
                 data={"taskId": task_id, "state": state.value},
             )
-        status = TaskStatus(state=TaskState.CANCELED, timestamp=timestamp(),
-                            message=Message(message_id=str(uuid.uuid4()), role=Role.AGENT,
-                                            parts=[Part(text="Task canceled by the client")],
-                                            context_id=task.context_id, task_id=task_id))
-        update = StreamResponse(status_update=TaskStatusUpdateEvent(
-            task_id=task_id, context_id=task.context_id, status=status))
+        status = TaskStatus(
+            state=TaskState.CANCELED,
+            timestamp=timestamp(),
+            message=Message(
+                message_id=str(uuid.uuid4()),
+                role=Role.AGENT,
+                parts=[Part(text="Task canceled by the client")],
+                context_id=task.context_id,
+                task_id=task_id,
+            ),
+        )
+        update = StreamResponse(
+            status_update=TaskStatusUpdateEvent(
+                task_id=task_id, context_id=task.context_id, status=status
+            )
+        )
         seq = await self.store.last_seq(self.agent_id, task_id)
         history = [*(task.history or []), status.message] if status.message else task.history
         task = msgspec.structs.replace(task, status=status, history=history)
@@ -278,9 +305,9 @@ def _check_message(message: Message) -> None:
     if not message.parts:
         raise InvalidParamsError("message.parts must contain at least one part")
     for i, part in enumerate(message.parts):
-        present = sum(
-            x is not None for x in (part.text, part.raw, part.url)
-        ) + (part.data is not msgspec.UNSET)
+        present = sum(x is not None for x in (part.text, part.raw, part.url)) + (
+            part.data is not msgspec.UNSET
+        )
         if present != 1:
             raise InvalidParamsError(
                 f"message.parts[{i}] must have exactly one of text, raw, url or data"

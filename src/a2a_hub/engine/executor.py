@@ -104,7 +104,9 @@ class TaskUpdater:
         """Context id of the conversation."""
         return self._run.context_id
 
-    def message(self, content: str | Sequence[Part] | Message, *, with_task: bool = True) -> Message:
+    def message(
+        self, content: str | Sequence[Part] | Message, *, with_task: bool = True
+    ) -> Message:
         """Build an agent message in this conversation (not sent)."""
         if isinstance(content, Message):
             return content

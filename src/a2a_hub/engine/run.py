@@ -154,7 +154,9 @@ class TaskRun:
     ) -> None:
         task = self.ensure_task()
         check_transition(task.status.state, state)
-        status = TaskStatus(state=state, message=self._agent_message(content), timestamp=timestamp())
+        status = TaskStatus(
+            state=state, message=self._agent_message(content), timestamp=timestamp()
+        )
         self.emit(
             StreamResponse(
                 status_update=TaskStatusUpdateEvent(
@@ -204,8 +206,11 @@ class TaskRun:
 
     async def drive(self) -> None:
         """Run ``execute`` to its end and leave the task in a state that tells the truth."""
-        self.executing = True
         failure: str | None = None
+        if self.cancel_requested:  # canceled before the executor got to start
+            await self._finish(None)
+            return
+        self.executing = True
         try:
             await self.engine.executor.execute(self.ctx, self.updater)
         except asyncio.CancelledError:

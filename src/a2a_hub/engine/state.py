@@ -105,14 +105,19 @@ def _apply_artifact(task: Task, update: TaskArtifactUpdateEvent) -> None:
             else:
                 artifacts[i] = new
             return
-    artifacts.append(Artifact(artifact_id=new.artifact_id, parts=list(new.parts), name=new.name,
-                              description=new.description, metadata=new.metadata,
-                              extensions=new.extensions))
+    artifacts.append(
+        Artifact(
+            artifact_id=new.artifact_id,
+            parts=list(new.parts),
+            name=new.name,
+            description=new.description,
+            metadata=new.metadata,
+            extensions=new.extensions,
+        )
+    )
 
 
-def trim_history(
-    task: Task, history_length: int | None, *, include_artifacts: bool = True
-) -> Task:
+def trim_history(task: Task, history_length: int | None, *, include_artifacts: bool = True) -> Task:
     """A shallow copy of ``task`` showing at most ``history_length`` recent messages.
 
     ``None`` means no limit and 0 means no history.  What is stored is untouched.

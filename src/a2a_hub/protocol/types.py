@@ -54,7 +54,7 @@ class _Wire(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
     """Base of every wire struct: camelCase on the wire, defaults omitted."""
 
 
-class TaskState(str, enum.Enum):
+class TaskState(enum.StrEnum):
     """Lifecycle state of a task (``TaskState`` in the proto)."""
 
     UNSPECIFIED = "TASK_STATE_UNSPECIFIED"
@@ -84,7 +84,7 @@ _TERMINAL = frozenset(
 _INTERRUPTED = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
 
 
-class Role(str, enum.Enum):
+class Role(enum.StrEnum):
     """Sender of a message."""
 
     UNSPECIFIED = "ROLE_UNSPECIFIED"
@@ -313,7 +313,7 @@ class AgentCapabilities(_Wire):
 class StringList(_Wire):
     """A list of strings (scopes of a security requirement)."""
 
-    list: list[str] = msgspec.field(default_factory=list)
+    items: list[str] = msgspec.field(default_factory=list, name="list")
 
 
 class SecurityRequirement(_Wire):

@@ -114,8 +114,8 @@ def create_app(hub: Hub) -> Starlette:
                 return Response(rest.error_body(err), err.http_status, media_type=JSON)
             except Exception:
                 log.exception("REST %s: internal error", request.url.path)
-                err = InternalError()
-                return Response(rest.error_body(err), err.http_status, media_type=JSON)
+                internal = InternalError()
+                return Response(rest.error_body(internal), internal.http_status, media_type=JSON)
             return Response(_enc.encode(result), status, media_type=A2A_JSON)
 
         return endpoint
@@ -142,8 +142,9 @@ def create_app(hub: Hub) -> Starlette:
     # --- misc -------------------------------------------------------------------------
 
     async def healthz(request: Request) -> Response:
-        return Response(_enc.encode({"status": "ok", "agents": sorted(hub.agents)}),
-                        media_type=JSON)
+        return Response(
+            _enc.encode({"status": "ok", "agents": sorted(hub.agents)}), media_type=JSON
+        )
 
     async def index(request: Request) -> Response:
         root = base_url(request, None)
@@ -156,8 +157,9 @@ def create_app(hub: Hub) -> Starlette:
             for a in hub.agents.values()
         ]
         return Response(
-            _enc.encode({"name": "a2a-hub", "defaultAgent": hub.default_agent_id,
-                         "agents": agents}),
+            _enc.encode(
+                {"name": "a2a-hub", "defaultAgent": hub.default_agent_id, "agents": agents}
+            ),
             media_type=JSON,
         )
 
@@ -172,15 +174,27 @@ def create_app(hub: Hub) -> Starlette:
             Route(f"{prefix}/message:stream", rest_endpoint(stream), methods=["POST"]),
             Route(f"{prefix}/tasks", rest_endpoint(r_list), methods=["GET"]),
             Route(f"{prefix}/tasks/{{task_id}}:cancel", rest_endpoint(r_cancel), methods=["POST"]),
-            Route(f"{prefix}/tasks/{{task_id}}:subscribe", rest_endpoint(subscribe),
-                  methods=["GET", "POST"]),
-            Route(f"{prefix}/tasks/{{task_id}}/pushNotificationConfigs", rest_endpoint(push),
-                  methods=["GET", "POST"]),
-            Route(f"{prefix}/tasks/{{task_id}}/pushNotificationConfigs/{{config_id}}",
-                  rest_endpoint(push), methods=["GET", "DELETE"]),
+            Route(
+                f"{prefix}/tasks/{{task_id}}:subscribe",
+                rest_endpoint(subscribe),
+                methods=["GET", "POST"],
+            ),
+            Route(
+                f"{prefix}/tasks/{{task_id}}/pushNotificationConfigs",
+                rest_endpoint(push),
+                methods=["GET", "POST"],
+            ),
+            Route(
+                f"{prefix}/tasks/{{task_id}}/pushNotificationConfigs/{{config_id}}",
+                rest_endpoint(push),
+                methods=["GET", "DELETE"],
+            ),
             Route(f"{prefix}/tasks/{{task_id}}", rest_endpoint(r_get), methods=["GET"]),
-            Route(f"{prefix}/extendedAgentCard",
-                  rest_endpoint(r_fail(rest.no_extended_card)), methods=["GET"]),
+            Route(
+                f"{prefix}/extendedAgentCard",
+                rest_endpoint(r_fail(rest.no_extended_card)),
+                methods=["GET"],
+            ),
             Route(prefix or "/", rpc, methods=["POST"]),
         ]
 

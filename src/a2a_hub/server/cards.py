@@ -15,23 +15,30 @@ from a2a_hub.protocol.types import (
 )
 from a2a_hub.server.hub import HostedAgent
 
-__all__ = ["CARD_CACHE_CONTROL", "card_bytes", "legacy_card_bytes", "build_card"]
+__all__ = ["CARD_CACHE_CONTROL", "build_card", "card_bytes", "legacy_card_bytes"]
 
 CARD_CACHE_CONTROL = "public, max-age=300"
 _enc = msgspec.json.Encoder()
 
 
 def build_card(agent: HostedAgent, base_url: str) -> AgentCard:
-    """The 1.0 card of ``agent`` served at ``base_url`` (JSON-RPC 1.0 first, then REST, then 0.3)."""
+    """The 1.0 card of ``agent`` at ``base_url``: JSON-RPC 1.0 first, then REST, then 0.3."""
     spec, executor = agent.spec, agent.executor
     skills = [msgspec.convert(s, AgentSkill) for s in (executor.skills or [])]
     if not skills:
-        skills = [AgentSkill(id=spec.id, name=spec.name or spec.id,
-                             description=spec.description or executor.description or spec.id,
-                             tags=[spec.kind])]
+        skills = [
+            AgentSkill(
+                id=spec.id,
+                name=spec.name or spec.id,
+                description=spec.description or executor.description or spec.id,
+                tags=[spec.kind],
+            )
+        ]
     return AgentCard(
         name=spec.name or executor.name or spec.id,
-        description=spec.description or executor.description or (type(executor).__doc__ or "").strip()
+        description=spec.description
+        or executor.description
+        or (type(executor).__doc__ or "").strip()
         or f"A2A agent {spec.id}",
         supported_interfaces=[
             AgentInterface(url=base_url, protocol_binding="JSONRPC", protocol_version="1.0"),

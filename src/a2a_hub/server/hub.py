@@ -50,7 +50,9 @@ class Hub:
         self.agents: dict[str, HostedAgent] = {}
         for spec in settings.agents:
             executor = (executors or {}).get(spec.id) or build_executor(spec)
-            self.agents[spec.id] = HostedAgent(spec, executor, TaskEngine(spec.id, executor, self.store))
+            self.agents[spec.id] = HostedAgent(
+                spec, executor, TaskEngine(spec.id, executor, self.store)
+            )
         self.default_agent_id = settings.default_agent or (
             settings.agents[0].id if len(settings.agents) == 1 else None
         )

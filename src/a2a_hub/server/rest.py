@@ -112,7 +112,9 @@ async def send(agent: HostedAgent, request: Request, body: bytes) -> Any:
     try:
         params = msgspec.json.decode(body, type=SendMessageRequest)
     except msgspec.ValidationError as exc:
-        raise InvalidParamsError(f"invalid request body: {str(exc).replace('`$', '`body')}") from None
+        raise InvalidParamsError(
+            f"invalid request body: {str(exc).replace('`$', '`body')}"
+        ) from None
     except msgspec.DecodeError as exc:
         raise InvalidParamsError(f"request body is not valid JSON: {exc}") from None
     result = await agent.engine.send(params)

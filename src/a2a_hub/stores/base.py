@@ -57,7 +57,10 @@ class TaskEvent(msgspec.Struct, frozen=True):
 
 
 class TaskQuery(msgspec.Struct, kw_only=True):
-    """Filters and paging of :meth:`TaskStore.list` (newest first)."""
+    """Filters and paging of :meth:`TaskStore.list_tasks` (newest first).
+
+    ``page_size`` is at least 1; the engine validates it before asking the store.
+    """
 
     context_id: str | None = None
     state: TaskState | None = None
@@ -106,13 +109,12 @@ class TaskStore(ABC):
         """The task's latest snapshot, or ``None`` if there is no such task."""
 
     @abstractmethod
-    async def save_task(
-        self, agent_id: str, task: Task, events: Sequence[TaskEvent] = ()
-    ) -> None:
+    async def save_task(self, agent_id: str, task: Task, events: Sequence[TaskEvent] = ()) -> None:
         """Create or replace the snapshot and append ``events`` to its log, atomically.
 
         ``events`` must continue the log: their ``seq`` values follow the last
-        stored one without gaps.  A backend may reject a duplicate ``seq``.
+        stored one without gaps.  Events that do not (a gap, a duplicate) raise
+        ``ValueError`` and the whole save changes nothing.
         """
 
     @abstractmethod
@@ -172,8 +174,8 @@ class Store(TaskStore, EventLog, PushConfigStore):
 
     url: str = ""
 
-    async def open(self) -> None:  # noqa: B027 - optional hook
+    async def open(self) -> None:
         """Connect and create the schema if needed.  Called once before use."""
 
-    async def close(self) -> None:  # noqa: B027 - optional hook
+    async def close(self) -> None:
         """Release connections.  The store is not used afterwards."""

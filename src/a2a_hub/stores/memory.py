@@ -53,9 +53,7 @@ class MemoryStore(Store):
         entry = self._tasks.get((agent_id, task_id))
         return None if entry is None else _task_dec.decode(entry.task)
 
-    async def save_task(
-        self, agent_id: str, task: Task, events: Sequence[TaskEvent] = ()
-    ) -> None:
+    async def save_task(self, agent_id: str, task: Task, events: Sequence[TaskEvent] = ()) -> None:
         key = (agent_id, task.id)
         entry = self._tasks.get(key)
         last = len(entry.events) if entry else 0
@@ -91,7 +89,8 @@ class MemoryStore(Store):
         more = start + query.page_size < total
         token = encode_page_token(page[-1][0], page[-1][1]) if page and more else ""
         return TaskPage(
-            tasks=[_task_dec.decode(r[2].task) for r in page], next_page_token=token,
+            tasks=[_task_dec.decode(r[2].task) for r in page],
+            next_page_token=token,
             total_size=total,
         )
 
@@ -137,4 +136,3 @@ class MemoryStore(Store):
     async def delete_push_config(self, agent_id: str, task_id: str, config_id: str) -> bool:
         entry = self._tasks.get((agent_id, task_id))
         return entry is not None and entry.push.pop(config_id, None) is not None
-

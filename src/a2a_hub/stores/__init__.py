@@ -1,0 +1,67 @@
+"""Task stores: the interfaces and :func:`open_store`, which picks a backend by URL.
+
+========================  =============================================
+``memory://``             :class:`MemoryStore` (this process only)
+``sqlite:///path``        :class:`~a2a_hub.stores.sql.SqlStore`, aiosqlite
+``postgresql://…``        :class:`~a2a_hub.stores.sql.SqlStore`, asyncpg
+                          (``pip install 'a2a-hub[postgres]'``)
+``redis://…``             not available yet
+========================  =============================================
+"""
+
+from __future__ import annotations
+
+from a2a_hub.stores.base import (
+    EventLog,
+    PushConfigStore,
+    Store,
+    TaskEvent,
+    TaskPage,
+    TaskQuery,
+    TaskStore,
+    decode_page_token,
+    encode_page_token,
+)
+from a2a_hub.stores.memory import MemoryStore
+
+__all__ = [
+    "SUPPORTED_SCHEMES",
+    "EventLog",
+    "MemoryStore",
+    "PushConfigStore",
+    "Store",
+    "TaskEvent",
+    "TaskPage",
+    "TaskQuery",
+    "TaskStore",
+    "decode_page_token",
+    "encode_page_token",
+    "open_store",
+]
+
+SUPPORTED_SCHEMES = ("memory://", "sqlite:///path", "postgresql://user@host/db")
+
+
+def open_store(url: str) -> Store:
+    """The store for ``url``, not yet opened: the caller awaits ``store.open()``.
+
+    Raises :class:`ValueError` for a URL no backend serves, and
+    :class:`ImportError` naming the extra to install when a backend's library
+    is missing.
+    """
+    scheme, sep, _ = url.partition("://")
+    scheme = scheme.lower()
+    base = scheme.partition("+")[0] if sep else ""
+    if base == "memory":
+        return MemoryStore(url)
+    if base in ("sqlite", "postgresql", "postgres"):
+        from a2a_hub.stores.sql import SqlStore
+
+        return SqlStore(url)
+    if base in ("redis", "rediss"):
+        raise ValueError(
+            f"The Redis store is not available yet (store URL {scheme}://…); a later "
+            "release adds it. Use sqlite:///path or postgresql://… for now."
+        )
+    shown = f"{scheme}://…" if sep else repr(url)  # never echo a password
+    raise ValueError(f"Unsupported store URL {shown}; supported: {', '.join(SUPPORTED_SCHEMES)}")

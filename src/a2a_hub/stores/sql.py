@@ -1,0 +1,598 @@
+"""SQL store (``sqlite:///path``, ``postgresql://…``): SQLAlchemy 2 Core, async.
+
+SQLite runs through aiosqlite (WAL, ``synchronous=NORMAL``), PostgreSQL through
+asyncpg (the ``postgres`` extra).  Tasks, events and push configs are stored as
+msgspec JSON blobs next to the few columns that are queried.
+
+``a2a_tasks.last_seq`` mirrors the highest event ``seq`` of the task, so that
+:meth:`SqlStore.save_task` checks that new events continue the log with a
+conditional write instead of an extra read: one transaction, two statements.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+import msgspec
+from sqlalchemy import (
+    Column,
+    Double,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    bindparam,
+    delete,
+    event,
+    func,
+    select,
+    text,
+    tuple_,
+    update,
+)
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import AsyncAdaptedQueuePool
+from sqlalchemy.schema import CreateIndex, CreateTable
+from sqlalchemy.sql.elements import ColumnElement
+
+from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
+from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig
+from a2a_hub.stores.base import (
+    Store,
+    TaskEvent,
+    TaskPage,
+    TaskQuery,
+    decode_page_token,
+    encode_page_token,
+    now,
+)
+
+__all__ = ["SCHEMA_VERSION", "SqlStore"]
+
+#: Version of the schema this code writes.  Bump it and add an entry to
+#: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
+SCHEMA_VERSION = 1
+
+_POSTGRES_HINT = "pip install 'a2a-hub[postgres]'"
+_SQLITE_BUSY_TIMEOUT_MS = 5000
+_PG_SCHEMA_LOCK = 0x0A2A_0B5C  # pg_advisory_xact_lock key serialising schema setup
+
+_enc = msgspec.json.Encoder()
+_task_dec = msgspec.json.Decoder(Task)
+_event_dec = msgspec.json.Decoder(StreamResponse)
+_push_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
+
+# --- schema ----------------------------------------------------------------------------
+
+metadata = MetaData()
+
+tasks = Table(
+    "a2a_tasks",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("task_id", String, primary_key=True),
+    Column("context_id", String, nullable=False),
+    Column("state", String, nullable=False),
+    Column("updated_at", Double, nullable=False),
+    Column("last_seq", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+)
+Index("ix_a2a_tasks_updated", tasks.c.agent_id, tasks.c.updated_at, tasks.c.task_id)
+Index("ix_a2a_tasks_context", tasks.c.agent_id, tasks.c.context_id, tasks.c.updated_at)
+
+events = Table(
+    "a2a_task_events",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("task_id", String, primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("data", LargeBinary, nullable=False),
+    ForeignKeyConstraint(
+        ["agent_id", "task_id"], [tasks.c.agent_id, tasks.c.task_id], ondelete="CASCADE"
+    ),
+)
+
+push_configs = Table(
+    "a2a_push_configs",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("task_id", String, primary_key=True),
+    Column("config_id", String, primary_key=True),
+    Column("created", Integer, nullable=False),  # creation order within the task
+    Column("data", LargeBinary, nullable=False),
+    ForeignKeyConstraint(
+        ["agent_id", "task_id"], [tasks.c.agent_id, tasks.c.task_id], ondelete="CASCADE"
+    ),
+)
+
+schema_version = Table(
+    "a2a_schema_version",
+    metadata,
+    Column("id", Integer, primary_key=True),  # always 1: a single row
+    Column("version", Integer, nullable=False),
+)
+
+_DATA_TABLES = (tasks, events, push_configs)
+
+# Upgrades, keyed by the version they produce; each runs inside the setup transaction.
+_MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {}
+
+
+# --- statements ------------------------------------------------------------------------
+
+_agent = bindparam("p_agent", type_=String)
+_task = bindparam("p_task", type_=String)
+_task_key = (tasks.c.agent_id == _agent, tasks.c.task_id == _task)
+_event_key = (events.c.agent_id == _agent, events.c.task_id == _task)
+_push_key = (push_configs.c.agent_id == _agent, push_configs.c.task_id == _task)
+
+_GET_TASK = select(tasks.c.data).where(*_task_key)
+_READ_EVENTS = (
+    select(events.c.seq, events.c.data)
+    .where(*_event_key, events.c.seq > bindparam("p_after", type_=Integer))
+    .order_by(events.c.seq)
+)
+_READ_EVENTS_LIMIT = _READ_EVENTS.limit(bindparam("p_limit", type_=Integer))
+_LAST_SEQ = select(func.coalesce(func.max(events.c.seq), 0)).where(*_event_key)
+_INSERT_EVENTS = events.insert()
+_DELETE_EVENTS = delete(events).where(*_event_key)
+_DELETE_PUSH_ALL = delete(push_configs).where(*_push_key)
+_DELETE_TASK = delete(tasks).where(*_task_key)
+_config_key = (*_push_key, push_configs.c.config_id == bindparam("p_config", type_=String))
+_GET_PUSH = select(push_configs.c.data).where(*_config_key)
+_LIST_PUSH = (
+    select(push_configs.c.data)
+    .where(*_push_key)
+    .order_by(push_configs.c.created, push_configs.c.config_id)
+)
+_DELETE_PUSH = delete(push_configs).where(*_config_key)
+
+
+class _Statements:
+    """The dialect-specific statements (upserts and ``greatest``) of one engine."""
+
+    def __init__(self, dialect: str) -> None:
+        insert = pg_dialect.insert if dialect == "postgresql" else sqlite_dialect.insert
+        greatest = func.greatest if dialect == "postgresql" else func.max
+
+        def newest(new: ColumnElement[float]) -> ColumnElement[float]:
+            # updated_at never goes back, even if the wall clock does.
+            return greatest(new, tasks.c.updated_at)
+
+        ins = insert(tasks)
+        snapshot = {
+            "context_id": ins.excluded.context_id,
+            "state": ins.excluded.state,
+            "data": ins.excluded.data,
+            "updated_at": newest(ins.excluded.updated_at),
+        }
+        # No events: create or replace the snapshot, the log is untouched.
+        self.upsert_task = ins.on_conflict_do_update(
+            index_elements=[tasks.c.agent_id, tasks.c.task_id], set_=snapshot
+        )
+        # Events from seq 1: create, or replace a snapshot that has no events yet.
+        self.upsert_task_first_events = ins.on_conflict_do_update(
+            index_elements=[tasks.c.agent_id, tasks.c.task_id],
+            set_={**snapshot, "last_seq": ins.excluded.last_seq},
+            where=tasks.c.last_seq == 0,
+        )
+        # Events after seq N > 0: the task must exist with last_seq == N.
+        self.update_task_events = (
+            update(tasks)
+            .where(*_task_key, tasks.c.last_seq == bindparam("p_prev", type_=Integer))
+            .values(
+                context_id=bindparam("p_context", type_=String),
+                state=bindparam("p_state", type_=String),
+                data=bindparam("p_data", type_=LargeBinary),
+                updated_at=newest(bindparam("p_updated", type_=Double)),
+                last_seq=bindparam("p_last", type_=Integer),
+            )
+        )
+        push_ins = insert(push_configs).values(
+            agent_id=_agent,
+            task_id=_task,
+            config_id=bindparam("p_config", type_=String),
+            created=select(func.coalesce(func.max(push_configs.c.created), 0) + 1)
+            .where(*_push_key)
+            .scalar_subquery(),
+            data=bindparam("p_data", type_=LargeBinary),
+        )
+        self.set_push = push_ins.on_conflict_do_update(
+            index_elements=[
+                push_configs.c.agent_id,
+                push_configs.c.task_id,
+                push_configs.c.config_id,
+            ],
+            set_={"data": push_ins.excluded.data},
+        )
+        self.insert_version = (
+            insert(schema_version).values(id=1, version=SCHEMA_VERSION).on_conflict_do_nothing()
+        )
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+_UNREACHABLE = (OSError, sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
+_S = TypeVar("_S", bound="SqlStore")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _guarded(
+    method: Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]],
+) -> Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]]:
+    """Turn "cannot reach the database" failures into :class:`StoreUnavailableError`."""
+
+    @functools.wraps(method)
+    async def wrapper(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return await method(self, *args, **kwargs)
+        except _UNREACHABLE as exc:
+            raise self._unavailable(exc) from exc
+        except sa_exc.DBAPIError as exc:
+            if exc.connection_invalidated:
+                raise self._unavailable(exc) from exc
+            raise
+
+    return wrapper
+
+
+def _engine_url(url: str) -> tuple[URL, str]:
+    """The SQLAlchemy async URL for a store URL, and its dialect name."""
+    parsed = make_url(url)
+    backend, _, driver = parsed.drivername.partition("+")
+    if backend == "sqlite" and driver in ("", "aiosqlite"):
+        return parsed.set(drivername="sqlite+aiosqlite"), "sqlite"
+    if backend in ("postgresql", "postgres") and driver in ("", "asyncpg"):
+        return parsed.set(drivername="postgresql+asyncpg"), "postgresql"
+    shown = parsed.render_as_string(hide_password=True)
+    raise ValueError(
+        f"SqlStore supports sqlite:///path and postgresql://user@host/db URLs, not {shown!r}"
+    )
+
+
+def _sqlite_in_memory(url: URL) -> bool:
+    database = url.database or ""
+    return database in ("", ":memory:") or "mode=memory" in database
+
+
+def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA busy_timeout={_SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+    finally:
+        cursor.close()
+
+
+def _skip_idle_rollbacks(engine: AsyncEngine) -> None:
+    """Spare aiosqlite a thread round trip for each ROLLBACK that would do nothing.
+
+    SQLAlchemy rolls back when a read-only connection closes and again when a
+    committed one goes back to the pool; SQLite has no transaction open then
+    (sqlite3 itself skips the call), but aiosqlite still hops to its thread.
+    """
+    dialect = engine.sync_engine.dialect
+    rollback = dialect.do_rollback
+
+    def do_rollback(dbapi_connection: Any) -> None:
+        try:
+            idle = not dbapi_connection.driver_connection.in_transaction
+        except Exception:  # closed, or not an aiosqlite connection: let the driver decide
+            idle = False
+        if not idle:
+            rollback(dbapi_connection)
+
+    setattr(dialect, "do_rollback", do_rollback)  # noqa: B010 - per-engine override
+
+
+def _check_events(events: Sequence[TaskEvent]) -> None:
+    first = events[0].seq
+    if first < 1:
+        raise ValueError(f"event seq {first} is not positive; sequence numbers start at 1")
+    for offset, ev in enumerate(events):
+        if ev.seq != first + offset:
+            raise ValueError(f"event seq {ev.seq} does not follow {first + offset - 1}")
+
+
+# --- the store -------------------------------------------------------------------------
+
+
+class SqlStore(Store):
+    """Tasks, event logs and push configs in SQLite or PostgreSQL.
+
+    ``SqlStore("sqlite:///var/hub.db")`` or ``SqlStore("postgresql://u:p@host/db")``;
+    await :meth:`open` (creates or upgrades the schema) before use and
+    :meth:`close` after.  ``engine_options`` are passed to
+    :func:`~sqlalchemy.ext.asyncio.create_async_engine` (pool size, echo …).
+    """
+
+    def __init__(self, url: str, *, engine_options: Mapping[str, Any] | None = None) -> None:
+        self.url = url
+        self._engine_url, self._dialect = _engine_url(url)
+        self._safe_url = make_url(url).render_as_string(hide_password=True)
+        self._engine_options = dict(engine_options or {})
+        self._engine: AsyncEngine | None = None
+        self._stmts = _Statements(self._dialect)
+        if self._dialect == "postgresql":
+            try:
+                importlib.import_module("asyncpg")
+            except ImportError as exc:
+                raise ImportError(
+                    f"The PostgreSQL store ({self._safe_url}) needs asyncpg: {_POSTGRES_HINT}"
+                ) from exc
+
+    def __repr__(self) -> str:
+        return f"SqlStore({self._safe_url!r})"
+
+    def _unavailable(self, exc: BaseException) -> StoreUnavailableError:
+        cause = getattr(exc, "orig", None) or exc
+        detail = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
+        reason = f"{type(cause).__name__}: {detail}" if detail else type(cause).__name__
+        return StoreUnavailableError(f"Task store {self._safe_url} is unavailable ({reason})")
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The SQLAlchemy engine; only valid between :meth:`open` and :meth:`close`."""
+        if self._engine is None:
+            raise RuntimeError(f"{self!r} is not open; await store.open() first")
+        return self._engine
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    @_guarded
+    async def open(self) -> None:
+        if self._engine is not None:
+            return
+        options: dict[str, Any] = {}
+        if self._dialect == "sqlite":
+            database = self._engine_url.database or ""
+            if _sqlite_in_memory(self._engine_url):
+                # Every connection to :memory: is a new database: keep exactly one,
+                # and let the pool hand it to one coroutine at a time.
+                options.update(poolclass=AsyncAdaptedQueuePool, pool_size=1, max_overflow=0)
+            elif not database.startswith("file:"):
+                Path(database).parent.mkdir(parents=True, exist_ok=True)
+        options.update(self._engine_options)
+        engine = create_async_engine(self._engine_url, **options)
+        if self._dialect == "sqlite":
+            event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
+            _skip_idle_rollbacks(engine)
+        try:
+            async with engine.begin() as conn:
+                await self._setup_schema(conn)
+        except BaseException:
+            await engine.dispose()
+            raise
+        self._engine = engine
+
+    async def _setup_schema(self, conn: AsyncConnection) -> None:
+        if self._dialect == "postgresql":
+            # Instances starting together must not race on CREATE TABLE.
+            await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_SCHEMA_LOCK})
+        await conn.execute(CreateTable(schema_version, if_not_exists=True))
+        found = (await conn.execute(select(schema_version.c.version))).scalar_one_or_none()
+        if found is None:
+            for table in _DATA_TABLES:
+                await conn.execute(CreateTable(table, if_not_exists=True))
+                for index in sorted(table.indexes, key=lambda ix: str(ix.name)):
+                    await conn.execute(CreateIndex(index, if_not_exists=True))
+            await conn.execute(self._stmts.insert_version)
+        elif found > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"Task store {self._safe_url} has schema version {found}, newer than this "
+                f"a2a-hub understands ({SCHEMA_VERSION}); upgrade a2a-hub"
+            )
+        elif found < SCHEMA_VERSION:
+            for version in range(found + 1, SCHEMA_VERSION + 1):
+                await _MIGRATIONS[version](conn)
+            await conn.execute(update(schema_version).values(version=SCHEMA_VERSION))
+
+    async def close(self) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            await engine.dispose()
+
+    # --- tasks -------------------------------------------------------------------------
+
+    @_guarded
+    async def get_task(self, agent_id: str, task_id: str) -> Task | None:
+        async with self.engine.connect() as conn:
+            data = (
+                await conn.execute(_GET_TASK, {"p_agent": agent_id, "p_task": task_id})
+            ).scalar_one_or_none()
+        return None if data is None else _task_dec.decode(data)
+
+    @_guarded
+    async def save_task(self, agent_id: str, task: Task, events: Sequence[TaskEvent] = ()) -> None:
+        data = _enc.encode(task)
+        stamp = now()
+        state = task.status.state.value
+        stmts = self._stmts
+        async with self.engine.begin() as conn:
+            if not events:
+                await conn.execute(
+                    stmts.upsert_task,
+                    {
+                        "agent_id": agent_id,
+                        "task_id": task.id,
+                        "context_id": task.context_id,
+                        "state": state,
+                        "updated_at": stamp,
+                        "last_seq": 0,
+                        "data": data,
+                    },
+                )
+                return
+            _check_events(events)
+            prev, last = events[0].seq - 1, events[-1].seq
+            if prev == 0:
+                result = await conn.execute(
+                    stmts.upsert_task_first_events,
+                    {
+                        "agent_id": agent_id,
+                        "task_id": task.id,
+                        "context_id": task.context_id,
+                        "state": state,
+                        "updated_at": stamp,
+                        "last_seq": last,
+                        "data": data,
+                    },
+                )
+            else:
+                result = await conn.execute(
+                    stmts.update_task_events,
+                    {
+                        "p_agent": agent_id,
+                        "p_task": task.id,
+                        "p_prev": prev,
+                        "p_context": task.context_id,
+                        "p_state": state,
+                        "p_data": data,
+                        "p_updated": stamp,
+                        "p_last": last,
+                    },
+                )
+            if result.rowcount != 1:
+                stored = (
+                    await conn.execute(_LAST_SEQ, {"p_agent": agent_id, "p_task": task.id})
+                ).scalar_one()
+                raise ValueError(
+                    f"event seq {prev + 1} does not follow the last stored seq {stored} "
+                    f"of task {task.id}"
+                )
+            rows = [
+                {
+                    "agent_id": agent_id,
+                    "task_id": task.id,
+                    "seq": e.seq,
+                    "data": _enc.encode(e.event),
+                }
+                for e in events
+            ]
+            try:
+                await conn.execute(_INSERT_EVENTS, rows[0] if len(rows) == 1 else rows)
+            except sa_exc.IntegrityError as exc:  # a concurrent writer took these seqs
+                raise ValueError(f"event seqs {prev + 1}..{last} of task {task.id} exist") from exc
+
+    @_guarded
+    async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
+        where: list[ColumnElement[bool]] = [tasks.c.agent_id == agent_id]
+        if query.context_id is not None:
+            where.append(tasks.c.context_id == query.context_id)
+        if query.state is not None:
+            where.append(tasks.c.state == query.state.value)
+        if query.updated_after is not None:
+            where.append(tasks.c.updated_at >= query.updated_after)
+        page_where = list(where)
+        if query.page_token:
+            cursor = decode_page_token(query.page_token)
+            page_where.append(tuple_(tasks.c.updated_at, tasks.c.task_id) < cursor)
+        size = max(query.page_size, 0)
+        stmt = (
+            select(tasks.c.updated_at, tasks.c.task_id, tasks.c.data)
+            .where(*page_where)
+            .order_by(tasks.c.updated_at.desc(), tasks.c.task_id.desc())
+            .limit(size + 1)  # one more row tells whether there is a next page
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+            total = (
+                await conn.execute(select(func.count()).select_from(tasks).where(*where))
+            ).scalar_one()
+        more = len(rows) > size
+        page = rows[:size]
+        token = encode_page_token(page[-1][0], page[-1][1]) if page and more else ""
+        return TaskPage(
+            tasks=[_task_dec.decode(r[2]) for r in page], next_page_token=token, total_size=total
+        )
+
+    @_guarded
+    async def delete_task(self, agent_id: str, task_id: str) -> bool:
+        params = {"p_agent": agent_id, "p_task": task_id}
+        async with self.engine.begin() as conn:
+            await conn.execute(_DELETE_EVENTS, params)
+            await conn.execute(_DELETE_PUSH_ALL, params)
+            result = await conn.execute(_DELETE_TASK, params)
+        return result.rowcount > 0
+
+    # --- events ------------------------------------------------------------------------
+
+    @_guarded
+    async def read_events(
+        self, agent_id: str, task_id: str, after: int = 0, limit: int | None = None
+    ) -> list[TaskEvent]:
+        params: dict[str, Any] = {"p_agent": agent_id, "p_task": task_id, "p_after": after}
+        stmt = _READ_EVENTS
+        if limit is not None:
+            if limit <= 0:
+                return []
+            stmt, params["p_limit"] = _READ_EVENTS_LIMIT, limit
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(stmt, params)).all()
+        return [TaskEvent(seq=seq, event=_event_dec.decode(data)) for seq, data in rows]
+
+    @_guarded
+    async def last_seq(self, agent_id: str, task_id: str) -> int:
+        async with self.engine.connect() as conn:
+            value = (
+                await conn.execute(_LAST_SEQ, {"p_agent": agent_id, "p_task": task_id})
+            ).scalar_one()
+        return int(value)
+
+    # --- push configs ------------------------------------------------------------------
+
+    @_guarded
+    async def set_push_config(
+        self, agent_id: str, task_id: str, config: TaskPushNotificationConfig
+    ) -> None:
+        params = {
+            "p_agent": agent_id,
+            "p_task": task_id,
+            "p_config": config.id or task_id,
+            "p_data": _enc.encode(config),
+        }
+        try:
+            async with self.engine.begin() as conn:
+                await conn.execute(self._stmts.set_push, params)
+        except sa_exc.IntegrityError as exc:  # the foreign key: no such task
+            raise TaskNotFoundError(f"Task {task_id} not found") from exc
+
+    @_guarded
+    async def get_push_config(
+        self, agent_id: str, task_id: str, config_id: str
+    ) -> TaskPushNotificationConfig | None:
+        params = {"p_agent": agent_id, "p_task": task_id, "p_config": config_id}
+        async with self.engine.connect() as conn:
+            data = (await conn.execute(_GET_PUSH, params)).scalar_one_or_none()
+        return None if data is None else _push_dec.decode(data)
+
+    @_guarded
+    async def list_push_configs(
+        self, agent_id: str, task_id: str
+    ) -> list[TaskPushNotificationConfig]:
+        async with self.engine.connect() as conn:
+            blobs = (
+                await conn.execute(_LIST_PUSH, {"p_agent": agent_id, "p_task": task_id})
+            ).scalars()
+            return [_push_dec.decode(b) for b in blobs]
+
+    @_guarded
+    async def delete_push_config(self, agent_id: str, task_id: str, config_id: str) -> bool:
+        params = {"p_agent": agent_id, "p_task": task_id, "p_config": config_id}
+        async with self.engine.begin() as conn:
+            result = await conn.execute(_DELETE_PUSH, params)
+        return result.rowcount > 0

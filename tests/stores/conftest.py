@@ -1,0 +1,129 @@
+"""Backends of the store contract suite.
+
+Every test that takes the ``store`` fixture runs once per entry of
+:data:`BACKENDS`.  A new backend (Redis, say) joins the suite by adding one
+:class:`Backend` line.  Backends that need a server are skipped with the reason
+when it (or its driver) is missing, except when ``CI=true``: then they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from a2a_hub.protocol.errors import StoreUnavailableError
+from a2a_hub.stores import Store, TaskQuery, open_store
+
+POSTGRES_URL = os.environ.get(
+    "A2A_HUB_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+IN_CI = os.environ.get("CI", "").strip().lower() == "true"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One store backend under test."""
+
+    name: str
+    url: Callable[[Path], str]  # the store URL, given the test's tmp_path
+    durable: bool  # data survives closing the store and opening it again
+    shared: bool  # a server shared between tests (clean up what a test wrote)
+    enforces_seq: bool = True  # rejects events that do not continue the log
+
+
+BACKENDS = [
+    Backend("memory", lambda tmp: "memory://", durable=False, shared=False),
+    Backend("sqlite", lambda tmp: f"sqlite:///{tmp}/data/hub.db", durable=True, shared=False),
+    Backend("postgresql", lambda tmp: POSTGRES_URL, durable=True, shared=True),
+]
+
+# Why a backend could not be used, so that later tests skip at once.
+_unavailable: dict[str, str] = {}
+
+
+class StoreHarness:
+    """Opens stores of one backend at one URL, and closes and cleans up after the test."""
+
+    def __init__(self, backend: Backend, url: str) -> None:
+        self.backend = backend
+        self.url = url
+        self.agent_ids: list[str] = []
+        self._opened: list[Store] = []
+        self.store: Store  # the first store, opened by the ``harness`` fixture
+
+    def new_agent_id(self) -> str:
+        """A fresh agent id: tests on a shared server never see each other's tasks."""
+        agent_id = f"agent-{uuid.uuid4().hex}"
+        self.agent_ids.append(agent_id)
+        return agent_id
+
+    async def open(self) -> Store:
+        """A new, opened store on this backend's URL."""
+        store = open_store(self.url)
+        await store.open()
+        self._opened.append(store)
+        return store
+
+    async def cleanup(self) -> None:
+        """Delete every task the test wrote (on a shared server)."""
+        if not self.backend.shared or not self.agent_ids:
+            return
+        store = await self.open()
+        for agent_id in self.agent_ids:
+            while tasks := (await store.list_tasks(agent_id, TaskQuery(page_size=500))).tasks:
+                for task in tasks:
+                    await store.delete_task(agent_id, task.id)
+
+    async def aclose(self) -> None:
+        """Close every store this harness opened."""
+        for store in self._opened:
+            await store.close()
+
+
+def _unusable(backend: Backend, reason: str) -> None:
+    _unavailable[backend.name] = reason
+    message = f"{backend.name} store unavailable: {reason}"
+    if IN_CI:
+        pytest.fail(f"{message} (CI=true, so this is a failure, not a skip)")
+    pytest.skip(message)
+
+
+@pytest.fixture(params=BACKENDS, ids=[b.name for b in BACKENDS])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """The backend under test."""
+    result: Backend = request.param
+    return result
+
+
+@pytest.fixture
+async def harness(backend: Backend, tmp_path: Path) -> AsyncIterator[StoreHarness]:
+    """Opens stores of the backend under test; skips (or fails in CI) if it is missing."""
+    if backend.name in _unavailable:
+        _unusable(backend, _unavailable[backend.name])
+    h = StoreHarness(backend, backend.url(tmp_path))
+    try:
+        h.store = await h.open()
+    except (ImportError, StoreUnavailableError, OSError) as exc:
+        _unusable(backend, f"{type(exc).__name__}: {exc}")
+    try:
+        yield h
+        await h.cleanup()
+    finally:
+        await h.aclose()
+
+
+@pytest.fixture
+async def store(harness: StoreHarness) -> Store:
+    """An opened store of the backend under test (closed by the harness)."""
+    return harness.store
+
+
+@pytest.fixture
+def agent_id(harness: StoreHarness) -> str:
+    """A fresh agent id for this test."""
+    return harness.new_agent_id()

@@ -1,0 +1,598 @@
+"""The store contract: the same test bodies against every backend (see ``conftest.py``).
+
+The tests speak only through the :class:`~a2a_hub.stores.Store` interface, so
+they describe behaviour that the engine may rely on, whatever the backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import time
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from a2a_hub.protocol.errors import InvalidParamsError, StoreUnavailableError, TaskNotFoundError
+from a2a_hub.protocol.types import (
+    Artifact,
+    AuthenticationInfo,
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from a2a_hub.stores import MemoryStore, Store, TaskEvent, TaskQuery, open_store
+
+from .conftest import Backend, StoreHarness
+
+# --- builders --------------------------------------------------------------------------
+
+
+def make_task(
+    task_id: str = "task-1",
+    context_id: str = "ctx-1",
+    state: TaskState = TaskState.SUBMITTED,
+    text: str = "hello",
+) -> Task:
+    message = Message(
+        message_id=f"m-{task_id}",
+        role=Role.USER,
+        parts=[Part(text=text)],
+        context_id=context_id,
+        task_id=task_id,
+    )
+    return Task(
+        id=task_id,
+        context_id=context_id,
+        status=TaskStatus(state=state, timestamp="2025-01-01T00:00:00Z"),
+        history=[message],
+    )
+
+
+def rich_task() -> Task:
+    task = make_task("rich", state=TaskState.COMPLETED, text="héllo wörld ✓")
+    task.artifacts = [
+        Artifact(
+            artifact_id="a1",
+            name="result",
+            parts=[
+                Part(text="answer"),
+                Part(raw=b"\x00\x01binary\xff", media_type="application/octet-stream"),
+                Part(data={"nested": [1, 2.5, None, {"k": "v"}]}),
+                Part(url="https://example.com/f.txt", filename="f.txt"),
+            ],
+            metadata={"score": 0.9},
+        )
+    ]
+    task.metadata = {"owner": "tester", "tags": ["a", "b"]}
+    task.status.message = Message(
+        message_id="reply", role=Role.AGENT, parts=[Part(text="done")], context_id="ctx-1"
+    )
+    return task
+
+
+def snapshot_event(seq: int, task: Task) -> TaskEvent:
+    return TaskEvent(seq=seq, event=StreamResponse(task=task))
+
+
+def status_event(seq: int, task: Task, state: TaskState) -> TaskEvent:
+    update = TaskStatusUpdateEvent(
+        task_id=task.id, context_id=task.context_id, status=TaskStatus(state=state)
+    )
+    return TaskEvent(seq=seq, event=StreamResponse(status_update=update))
+
+
+def with_state(task: Task, state: TaskState) -> Task:
+    return msgspec.structs.replace(task, status=TaskStatus(state=state))
+
+
+def push_config(
+    config_id: str | None, url: str = "https://hooks.example.com/a2a"
+) -> TaskPushNotificationConfig:
+    return TaskPushNotificationConfig(
+        url=url,
+        id=config_id,
+        token=f"token-{config_id}",
+        authentication=AuthenticationInfo(scheme="Bearer", credentials="secret"),
+    )
+
+
+async def tick() -> None:
+    """Let the clock move, so that the next save is strictly newer."""
+    await asyncio.sleep(0.002)
+
+
+async def save_all(store: Store, agent_id: str, tasks: list[Task]) -> None:
+    for task in tasks:
+        await store.save_task(agent_id, task)
+        await tick()
+
+
+# --- not found -------------------------------------------------------------------------
+
+
+async def test_missing_things_are_none_or_empty(store: Store, agent_id: str) -> None:
+    assert await store.get_task(agent_id, "nope") is None
+    assert await store.read_events(agent_id, "nope") == []
+    assert await store.last_seq(agent_id, "nope") == 0
+    assert await store.get_push_config(agent_id, "nope", "cfg") is None
+    assert await store.list_push_configs(agent_id, "nope") == []
+    assert await store.delete_push_config(agent_id, "nope", "cfg") is False
+    assert await store.delete_task(agent_id, "nope") is False
+    page = await store.list_tasks(agent_id, TaskQuery())
+    assert page.tasks == []
+    assert page.next_page_token == ""
+    assert page.total_size == 0
+
+
+# --- snapshots -------------------------------------------------------------------------
+
+
+async def test_save_then_get_round_trips(store: Store, agent_id: str) -> None:
+    task = rich_task()
+    await store.save_task(agent_id, task)
+    assert await store.get_task(agent_id, task.id) == task
+
+
+async def test_save_replaces_the_snapshot(store: Store, agent_id: str) -> None:
+    task = make_task()
+    await store.save_task(agent_id, task)
+    newer = with_state(make_task(text="more"), TaskState.WORKING)
+    newer.artifacts = [Artifact(artifact_id="a", parts=[Part(text="out")])]
+    await store.save_task(agent_id, newer)
+    assert await store.get_task(agent_id, task.id) == newer
+
+
+async def test_values_are_copies(store: Store, agent_id: str) -> None:
+    task = make_task()
+    event = snapshot_event(1, make_task())
+    config = push_config("c1")
+    await store.save_task(agent_id, task, [event])
+    await store.set_push_config(agent_id, task.id, config)
+
+    # Mutating what was saved does not change what is stored ...
+    task.status.state = TaskState.FAILED
+    assert task.history is not None
+    task.history.append(task.history[0])
+    event.event.task.status.state = TaskState.FAILED  # type: ignore[union-attr]
+    config.url = "https://changed.example.com"
+
+    expected = make_task()
+    got = await store.get_task(agent_id, task.id)
+    assert got == expected
+    # ... and neither does mutating what was read.
+    assert got is not None
+    got.status.state = TaskState.CANCELED
+    got.history = None
+    assert await store.get_task(agent_id, task.id) == expected
+
+    events = await store.read_events(agent_id, task.id)
+    assert events == [snapshot_event(1, expected)]
+    events[0].event.task.status.state = TaskState.CANCELED  # type: ignore[union-attr]
+    assert await store.read_events(agent_id, task.id) == [snapshot_event(1, expected)]
+
+    listed = (await store.list_tasks(agent_id, TaskQuery())).tasks
+    listed[0].status.state = TaskState.CANCELED
+    assert (await store.list_tasks(agent_id, TaskQuery())).tasks == [expected]
+
+    stored_config = await store.get_push_config(agent_id, task.id, "c1")
+    assert stored_config == push_config("c1")
+    assert stored_config is not None
+    stored_config.url = "https://changed.example.com"
+    assert await store.list_push_configs(agent_id, task.id) == [push_config("c1")]
+
+
+async def test_tasks_are_namespaced_by_agent(harness: StoreHarness, store: Store) -> None:
+    alice, bob = harness.new_agent_id(), harness.new_agent_id()
+    task = make_task()
+    await store.save_task(alice, task, [snapshot_event(1, task)])
+    await store.set_push_config(alice, task.id, push_config("c1"))
+
+    assert await store.get_task(bob, task.id) is None
+    assert await store.read_events(bob, task.id) == []
+    assert await store.last_seq(bob, task.id) == 0
+    assert (await store.list_tasks(bob, TaskQuery())).total_size == 0
+    assert await store.get_push_config(bob, task.id, "c1") is None
+    assert await store.list_push_configs(bob, task.id) == []
+    with pytest.raises(TaskNotFoundError):
+        await store.set_push_config(bob, task.id, push_config("c2"))
+    assert await store.delete_push_config(bob, task.id, "c1") is False
+    assert await store.delete_task(bob, task.id) is False
+
+    # The same task id under another agent is another task.
+    other = make_task(task.id, context_id="ctx-bob", state=TaskState.WORKING)
+    await store.save_task(bob, other, [snapshot_event(1, other), snapshot_event(2, other)])
+    assert await store.get_task(alice, task.id) == task
+    assert await store.get_task(bob, task.id) == other
+    assert await store.last_seq(alice, task.id) == 1
+    assert await store.last_seq(bob, task.id) == 2
+    assert await store.delete_task(bob, task.id) is True
+    assert await store.get_task(alice, task.id) == task
+    assert await store.list_push_configs(alice, task.id) == [push_config("c1")]
+
+
+# --- event log -------------------------------------------------------------------------
+
+
+async def test_events_append_and_read_after_seq(store: Store, agent_id: str) -> None:
+    task = make_task()
+    working = with_state(task, TaskState.WORKING)
+    artifact = TaskArtifactUpdateEvent(
+        task_id=task.id,
+        context_id=task.context_id,
+        artifact=Artifact(artifact_id="a", parts=[Part(text="chunk")]),
+        append=True,
+        last_chunk=False,
+    )
+    first = [snapshot_event(1, task), status_event(2, task, TaskState.WORKING)]
+    second = [
+        TaskEvent(seq=3, event=StreamResponse(artifact_update=artifact)),
+        TaskEvent(seq=4, event=StreamResponse(message=make_task(text="again").history[0])),  # type: ignore[index]
+        status_event(5, task, TaskState.COMPLETED),
+    ]
+    await store.save_task(agent_id, task, first)
+    assert await store.read_events(agent_id, task.id) == first
+    await store.save_task(agent_id, working, second)
+    await store.save_task(agent_id, working)  # no events: the log is untouched
+
+    everything = first + second
+    assert await store.read_events(agent_id, task.id) == everything
+    assert await store.read_events(agent_id, task.id, after=2) == everything[2:]
+    assert await store.read_events(agent_id, task.id, after=2, limit=2) == everything[2:4]
+    assert await store.read_events(agent_id, task.id, limit=1) == everything[:1]
+    assert await store.read_events(agent_id, task.id, after=4, limit=10) == everything[4:]
+    assert await store.read_events(agent_id, task.id, after=5) == []
+    assert await store.read_events(agent_id, task.id, after=99) == []
+
+
+async def test_last_seq_follows_the_log(store: Store, agent_id: str) -> None:
+    task = make_task()
+    await store.save_task(agent_id, task)
+    assert await store.last_seq(agent_id, task.id) == 0
+    await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    assert await store.last_seq(agent_id, task.id) == 1
+    events = [status_event(seq, task, TaskState.WORKING) for seq in range(2, 12)]
+    await store.save_task(agent_id, task, events)
+    assert await store.last_seq(agent_id, task.id) == 11
+
+
+async def test_events_must_continue_the_log(backend: Backend, store: Store, agent_id: str) -> None:
+    task = make_task()
+    await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    await store.save_task(agent_id, task, [status_event(2, task, TaskState.WORKING)])
+    failed = with_state(task, TaskState.FAILED)
+    bad_batches = [
+        [status_event(2, task, TaskState.FAILED)],  # duplicate
+        [status_event(4, task, TaskState.FAILED)],  # gap
+        [status_event(1, task, TaskState.FAILED)],  # going back
+    ]
+    for bad in bad_batches:
+        if backend.enforces_seq:
+            with pytest.raises(ValueError):
+                await store.save_task(agent_id, failed, bad)
+            # Atomic: a rejected save changes neither the log nor the snapshot.
+            assert await store.get_task(agent_id, task.id) == task
+            assert await store.last_seq(agent_id, task.id) == 2
+        else:
+            with contextlib.suppress(ValueError):
+                await store.save_task(agent_id, failed, bad)
+    seqs = [ev.seq for ev in await store.read_events(agent_id, task.id)]
+    assert seqs[:2] == [1, 2]
+    assert seqs == sorted(seqs)
+
+
+async def test_a_new_task_log_starts_at_one(backend: Backend, store: Store, agent_id: str) -> None:
+    if not backend.enforces_seq:
+        pytest.skip(f"{backend.name} does not check sequence numbers")
+    task = make_task()
+    with pytest.raises(ValueError):
+        await store.save_task(agent_id, task, [snapshot_event(3, task)])
+    assert await store.get_task(agent_id, task.id) is None
+    assert await store.read_events(agent_id, task.id) == []
+
+
+async def test_snapshot_and_events_appear_together(store: Store, agent_id: str) -> None:
+    """A reader never sees a snapshot ahead of the log it is the fold of."""
+    task = make_task()
+    rounds = 30
+
+    async def writer() -> None:
+        for seq in range(1, rounds + 1):
+            snapshot = msgspec.structs.replace(task, metadata={"seq": seq})
+            await store.save_task(agent_id, snapshot, [status_event(seq, task, TaskState.WORKING)])
+
+    async def reader() -> list[tuple[int, int]]:
+        seen: list[tuple[int, int]] = []
+        while not seen or seen[-1][0] < rounds:
+            snapshot = await store.get_task(agent_id, task.id)
+            if snapshot is not None:
+                assert snapshot.metadata is not None
+                seen.append((snapshot.metadata["seq"], await store.last_seq(agent_id, task.id)))
+            await asyncio.sleep(0)
+        return seen
+
+    _, seen = await asyncio.wait_for(asyncio.gather(writer(), reader()), timeout=30)
+    for snapshot_seq, log_seq in seen:
+        assert log_seq >= snapshot_seq
+    assert await store.last_seq(agent_id, task.id) == rounds
+
+
+# --- listing ---------------------------------------------------------------------------
+
+
+async def test_list_is_newest_first(store: Store, agent_id: str) -> None:
+    tasks = [make_task(f"t{i}") for i in range(3)]
+    await save_all(store, agent_id, tasks)
+    page = await store.list_tasks(agent_id, TaskQuery())
+    assert [t.id for t in page.tasks] == ["t2", "t1", "t0"]
+    assert page.tasks[0] == tasks[2]
+    assert page.next_page_token == ""
+    assert page.total_size == 3
+
+    await store.save_task(agent_id, with_state(tasks[0], TaskState.WORKING))
+    page = await store.list_tasks(agent_id, TaskQuery())
+    assert [t.id for t in page.tasks] == ["t0", "t2", "t1"]
+    assert page.tasks[0].status.state is TaskState.WORKING
+
+
+async def test_list_filters_by_context_and_state(store: Store, agent_id: str) -> None:
+    await save_all(
+        store,
+        agent_id,
+        [
+            make_task("a1", "ctx-a", TaskState.WORKING),
+            make_task("b1", "ctx-b", TaskState.WORKING),
+            make_task("a2", "ctx-a", TaskState.COMPLETED),
+            make_task("a3", "ctx-a", TaskState.WORKING),
+            make_task("b2", "ctx-b", TaskState.INPUT_REQUIRED),
+        ],
+    )
+
+    async def ids(query: TaskQuery) -> tuple[list[str], int]:
+        page = await store.list_tasks(agent_id, query)
+        return [t.id for t in page.tasks], page.total_size
+
+    assert await ids(TaskQuery(context_id="ctx-a")) == (["a3", "a2", "a1"], 3)
+    assert await ids(TaskQuery(state=TaskState.WORKING)) == (["a3", "b1", "a1"], 3)
+    assert await ids(TaskQuery(context_id="ctx-a", state=TaskState.WORKING)) == (["a3", "a1"], 2)
+    assert await ids(TaskQuery(context_id="ctx-b", state=TaskState.COMPLETED)) == ([], 0)
+    assert await ids(TaskQuery(context_id="nowhere")) == ([], 0)
+
+
+async def test_list_filters_by_updated_after(store: Store, agent_id: str) -> None:
+    await save_all(store, agent_id, [make_task("old1"), make_task("old2")])
+    await asyncio.sleep(0.02)
+    cutoff = time.time()
+    await asyncio.sleep(0.02)
+    await save_all(store, agent_id, [make_task("new1"), make_task("new2")])
+    page = await store.list_tasks(agent_id, TaskQuery(updated_after=cutoff))
+    assert [t.id for t in page.tasks] == ["new2", "new1"]
+    assert page.total_size == 2
+    later = await store.list_tasks(agent_id, TaskQuery(updated_after=time.time() + 60))
+    assert (later.tasks, later.total_size) == ([], 0)
+
+
+@pytest.mark.parametrize(("count", "page_size"), [(7, 3), (6, 3), (5, 1), (5, 5), (5, 50)])
+async def test_paging_yields_every_task_once_in_order(
+    store: Store, agent_id: str, count: int, page_size: int
+) -> None:
+    tasks = [make_task(f"t{i:02d}") for i in range(count)]
+    await save_all(store, agent_id, tasks)
+    expected = [t.id for t in reversed(tasks)]
+
+    collected: list[str] = []
+    token: str | None = None
+    pages = 0
+    while True:
+        page = await store.list_tasks(agent_id, TaskQuery(page_size=page_size, page_token=token))
+        pages += 1
+        assert page.total_size == count
+        assert len(page.tasks) <= page_size
+        collected += [t.id for t in page.tasks]
+        if not page.next_page_token:
+            break
+        assert len(page.tasks) == page_size
+        token = page.next_page_token
+        assert pages <= count, "paging does not end"
+    assert collected == expected
+    assert page.next_page_token == ""
+    assert pages == -(-count // page_size)
+
+
+async def test_paging_with_a_filter(store: Store, agent_id: str) -> None:
+    tasks = [make_task(f"t{i}", context_id=f"ctx-{i % 2}") for i in range(9)]
+    await save_all(store, agent_id, tasks)
+    query = TaskQuery(context_id="ctx-0", page_size=2)
+    collected: list[str] = []
+    while True:
+        page = await store.list_tasks(agent_id, query)
+        assert page.total_size == 5
+        collected += [t.id for t in page.tasks]
+        if not page.next_page_token:
+            break
+        query = TaskQuery(context_id="ctx-0", page_size=2, page_token=page.next_page_token)
+    assert collected == ["t8", "t6", "t4", "t2", "t0"]
+
+
+async def test_paging_survives_updates_of_listed_tasks(store: Store, agent_id: str) -> None:
+    """A task updated after its page was read moves to the front, not onto later pages."""
+    tasks = [make_task(f"t{i}") for i in range(6)]
+    await save_all(store, agent_id, tasks)
+    first = await store.list_tasks(agent_id, TaskQuery(page_size=3))
+    assert [t.id for t in first.tasks] == ["t5", "t4", "t3"]
+    await store.save_task(agent_id, with_state(tasks[4], TaskState.WORKING))
+    rest = await store.list_tasks(
+        agent_id, TaskQuery(page_size=3, page_token=first.next_page_token)
+    )
+    assert [t.id for t in rest.tasks] == ["t2", "t1", "t0"]
+    assert rest.next_page_token == ""
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "not a token",
+        "%%%",
+        base64.urlsafe_b64encode(b"garbage").decode(),
+        base64.urlsafe_b64encode(b'{"updated": 1}').decode(),
+        base64.urlsafe_b64encode(b'["x", 1]').decode(),
+    ],
+)
+async def test_bad_page_token_is_invalid_params(store: Store, agent_id: str, token: str) -> None:
+    await store.save_task(agent_id, make_task())
+    with pytest.raises(InvalidParamsError):
+        await store.list_tasks(agent_id, TaskQuery(page_token=token))
+
+
+# --- delete ----------------------------------------------------------------------------
+
+
+async def test_delete_removes_task_events_and_push_configs(store: Store, agent_id: str) -> None:
+    task, keep = make_task("gone"), make_task("kept")
+    for t in (task, keep):
+        await store.save_task(
+            agent_id, t, [snapshot_event(1, t), status_event(2, t, TaskState.WORKING)]
+        )
+        await store.set_push_config(agent_id, t.id, push_config("c1"))
+
+    assert await store.delete_task(agent_id, task.id) is True
+    assert await store.get_task(agent_id, task.id) is None
+    assert await store.read_events(agent_id, task.id) == []
+    assert await store.last_seq(agent_id, task.id) == 0
+    assert await store.list_push_configs(agent_id, task.id) == []
+    assert await store.get_push_config(agent_id, task.id, "c1") is None
+    assert [t.id for t in (await store.list_tasks(agent_id, TaskQuery())).tasks] == ["kept"]
+    assert await store.delete_task(agent_id, task.id) is False
+
+    # The id can be used again, with a fresh log and no configs.
+    await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    assert await store.read_events(agent_id, task.id) == [snapshot_event(1, task)]
+    assert await store.list_push_configs(agent_id, task.id) == []
+    # The other task is untouched.
+    assert await store.last_seq(agent_id, keep.id) == 2
+    assert await store.list_push_configs(agent_id, keep.id) == [push_config("c1")]
+
+
+# --- push configs ----------------------------------------------------------------------
+
+
+async def test_push_config_set_get_list_delete(store: Store, agent_id: str) -> None:
+    task = make_task()
+    await store.save_task(agent_id, task)
+    for config_id in ("c2", "c1", "c3"):
+        await store.set_push_config(agent_id, task.id, push_config(config_id))
+
+    assert await store.get_push_config(agent_id, task.id, "c1") == push_config("c1")
+    assert await store.get_push_config(agent_id, task.id, "missing") is None
+    listed = await store.list_push_configs(agent_id, task.id)
+    assert [c.id for c in listed] == ["c2", "c1", "c3"]  # creation order
+
+    replaced = push_config("c1", url="https://other.example.com/hook")
+    await store.set_push_config(agent_id, task.id, replaced)
+    assert await store.get_push_config(agent_id, task.id, "c1") == replaced
+    listed = await store.list_push_configs(agent_id, task.id)
+    assert listed == [push_config("c2"), replaced, push_config("c3")]
+
+    assert await store.delete_push_config(agent_id, task.id, "c1") is True
+    assert await store.delete_push_config(agent_id, task.id, "c1") is False
+    assert await store.get_push_config(agent_id, task.id, "c1") is None
+    assert [c.id for c in await store.list_push_configs(agent_id, task.id)] == ["c2", "c3"]
+
+
+async def test_push_config_without_id_is_keyed_by_task_id(store: Store, agent_id: str) -> None:
+    task = make_task()
+    await store.save_task(agent_id, task)
+    config = push_config(None)
+    await store.set_push_config(agent_id, task.id, config)
+    assert await store.get_push_config(agent_id, task.id, task.id) == config
+    assert await store.list_push_configs(agent_id, task.id) == [config]
+
+
+async def test_push_config_on_missing_task_is_task_not_found(store: Store, agent_id: str) -> None:
+    with pytest.raises(TaskNotFoundError):
+        await store.set_push_config(agent_id, "nope", push_config("c1"))
+    assert await store.list_push_configs(agent_id, "nope") == []
+
+
+# --- durability ------------------------------------------------------------------------
+
+
+async def test_data_survives_close_and_reopen(
+    backend: Backend, harness: StoreHarness, store: Store, agent_id: str
+) -> None:
+    if not backend.durable:
+        pytest.skip(f"{backend.name} keeps nothing once closed")
+    task = rich_task()
+    events = [snapshot_event(1, task), status_event(2, task, TaskState.COMPLETED)]
+    await store.save_task(agent_id, task, events)
+    await store.set_push_config(agent_id, task.id, push_config("c1"))
+    await store.close()
+
+    reopened = await harness.open()
+    assert await reopened.get_task(agent_id, task.id) == task
+    assert await reopened.read_events(agent_id, task.id) == events
+    assert await reopened.last_seq(agent_id, task.id) == 2
+    assert await reopened.list_push_configs(agent_id, task.id) == [push_config("c1")]
+    page = await reopened.list_tasks(agent_id, TaskQuery())
+    assert page.tasks == [task]
+    # The log continues where it stopped.
+    await reopened.save_task(agent_id, task, [status_event(3, task, TaskState.COMPLETED)])
+    assert await reopened.last_seq(agent_id, task.id) == 3
+
+
+# --- choosing a backend by URL (not per backend) ---------------------------------------
+
+
+def test_open_store_picks_the_backend_by_url(tmp_path: Path) -> None:
+    from a2a_hub.stores.sql import SqlStore
+
+    assert isinstance(open_store("memory://"), MemoryStore)
+    assert isinstance(open_store(f"sqlite:///{tmp_path}/x.db"), SqlStore)
+    pytest.importorskip("asyncpg")
+    assert isinstance(open_store("postgresql://u@localhost/db"), SqlStore)
+    assert isinstance(open_store("postgres://u@localhost/db"), SqlStore)
+
+
+def test_open_store_explains_unsupported_urls() -> None:
+    with pytest.raises(ValueError, match="Redis"):
+        open_store("redis://localhost:6379/0")
+    with pytest.raises(ValueError, match=r"memory://.*sqlite:///.*postgresql://") as info:
+        open_store("mysql://root:hunter2@localhost/db")
+    assert "hunter2" not in str(info.value)
+    with pytest.raises(ValueError):
+        open_store("just-a-path.db")
+
+
+async def test_in_memory_sqlite_works() -> None:
+    agent_id = "agent-memory-sqlite"
+    store = open_store("sqlite:///:memory:")
+    await store.open()
+    try:
+        task = make_task()
+        await asyncio.gather(
+            *(
+                store.save_task(agent_id, make_task(f"t{i}"), [snapshot_event(1, task)])
+                for i in range(5)
+            )
+        )
+        assert (await store.list_tasks(agent_id, TaskQuery())).total_size == 5
+    finally:
+        await store.close()
+
+
+async def test_unreachable_database_is_store_unavailable() -> None:
+    pytest.importorskip("asyncpg")
+    store = open_store("postgresql://hub:s3cret-pw@127.0.0.1:9/hub")
+    with pytest.raises(StoreUnavailableError) as info:
+        await store.open()
+    assert "127.0.0.1:9" in info.value.message
+    assert "s3cret-pw" not in info.value.message

@@ -1,0 +1,141 @@
+"""``a2a-hub serve`` as a real process: the README's curl, and tasks surviving a restart."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "a2a_hub.cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serve(*args: str, cwd: Path) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    proc = subprocess.Popen(
+        [*CLI, "serve", "--port", str(port), *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                out = proc.stdout.read().decode() if proc.stdout else ""
+                raise AssertionError(f"server exited early:\n{out}")
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError("server did not start in 30 s")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def rpc(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    r = httpx.post(
+        url,
+        json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+        headers={"A2A-Version": "1.0"},
+        timeout=10,
+    )
+    assert r.status_code == 200
+    return r.json()  # type: ignore[no-any-return]
+
+
+def test_readme_curl_and_restart_on_the_same_sqlite_file(tmp_path: Path) -> None:
+    message = {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+    with serve(
+        "--agent", "echo", "--agent", "pizza=sample_agents:PizzaExecutor", cwd=tmp_path
+    ) as url:
+        card = httpx.get(f"{url}/a2a/echo/.well-known/agent-card.json").json()
+        assert card["supportedInterfaces"][0]["url"] == f"{url}/a2a/echo"
+        done = rpc(f"{url}/a2a/echo", "SendMessage", {"message": message})["result"]["task"]
+        asked = rpc(f"{url}/a2a/pizza", "SendMessage", {"message": message})["result"]["task"]
+        assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    # the default store is a SQLite file under ./.a2a-hub/
+    assert (tmp_path / ".a2a-hub" / "hub.db").exists()
+    with serve(
+        "--agent", "echo", "--agent", "pizza=sample_agents:PizzaExecutor", cwd=tmp_path
+    ) as url:
+        again = rpc(f"{url}/a2a/echo", "GetTask", {"id": done["id"]})["result"]
+        assert again == done
+        listed = rpc(f"{url}/a2a/echo", "ListTasks", {})["result"]
+        assert [t["id"] for t in listed["tasks"]] == [done["id"]]
+        # the interrupted conversation continues after the restart, history intact
+        follow = {
+            **message,
+            "messageId": "m2",
+            "taskId": asked["id"],
+            "parts": [{"text": "salami"}],
+        }
+        finished = rpc(f"{url}/a2a/pizza", "SendMessage", {"message": follow})["result"]["task"]
+        assert finished["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert [m["parts"][0]["text"] for m in finished["history"]][:3] == [
+            "hi",
+            "What kind of pizza?",
+            "salami",
+        ]
+
+
+def test_serve_refuses_bad_settings_clearly(tmp_path: Path) -> None:
+    out = subprocess.run([*CLI, "serve"], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 2 and "no agents to serve" in out.stderr
+    assert "Traceback" not in out.stderr
+    out = subprocess.run(
+        [*CLI, "serve", "--agent", "nosuch.module:X"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert out.returncode == 2 and "cannot import module 'nosuch.module'" in out.stderr
+    out = subprocess.run(
+        [*CLI, "serve", "--agent", "echo", "--store", "ftp://x"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2 and "ftp://" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_config_file_and_environment(tmp_path: Path) -> None:
+    (tmp_path / "hub.toml").write_text(
+        'store = "memory://"\ndefault_agent = "hello"\n'
+        '[[agents]]\nid = "hello"\nkind = "echo"\nname = "Hello"\n'
+        '[agents.options]\nreply = "message"\n'
+        '[[agents]]\nid = "other"\nkind = "echo"\n'
+    )
+    with serve("--config", "hub.toml", cwd=tmp_path) as url:
+        card = httpx.get(f"{url}/.well-known/agent-card.json").json()
+        assert card["name"] == "Hello" and card["url"] == url
+        message = {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}
+        assert rpc(url, "SendMessage", {"message": message})["result"]["message"]["parts"] == [
+            {"text": "echo: x"}
+        ]
+    assert not (tmp_path / ".a2a-hub").exists()

@@ -86,8 +86,6 @@ async def test_03_unsupported_parts_are_clear(client: httpx.AsyncClient) -> None
     err = (await call(client, "echo", "message/send", bad))["error"]
     assert err["code"] == -32602 and "parts[0]" in err["message"]
     for method, code in [
-        ("message/stream", -32004),
-        ("tasks/resubscribe", -32004),
         ("tasks/pushNotificationConfig/set", -32003),
         ("agent/getAuthenticatedExtendedCard", -32007),
     ]:
@@ -139,10 +137,8 @@ async def test_01_cancel_interrupted(client: httpx.AsyncClient) -> None:
     assert task["status"]["state"] == "canceled" and task["id"] == "order-8"
 
 
-async def test_01_streaming_and_push_answer_clearly(client: httpx.AsyncClient) -> None:
+async def test_01_push_answers_clearly(client: httpx.AsyncClient) -> None:
     for method, code in [
-        ("tasks/sendSubscribe", -32004),
-        ("tasks/resubscribe", -32004),
         ("tasks/pushNotification/set", -32003),
         ("tasks/pushNotification/get", -32003),
     ]:

@@ -150,10 +150,8 @@ async def test_agents_are_isolated(client: httpx.AsyncClient) -> None:
     assert other["error"]["code"] == -32001
 
 
-async def test_streaming_push_and_extended_card_answer_clearly(client: httpx.AsyncClient) -> None:
+async def test_push_and_extended_card_answer_clearly(client: httpx.AsyncClient) -> None:
     for method, code in [
-        ("SendStreamingMessage", -32004),
-        ("SubscribeToTask", -32004),
         ("CreateTaskPushNotificationConfig", -32003),
         ("GetExtendedAgentCard", -32007),
     ]:

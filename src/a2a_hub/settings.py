@@ -49,6 +49,8 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_body_bytes: int = 10 * 1024 * 1024
     public_url: str | None = None
     log_level: str = "info"
+    #: Seconds of silence after which an SSE stream gets a keep-alive comment.
+    sse_heartbeat: float = 15.0
 
 
 _ENV_FIELDS = {
@@ -59,6 +61,7 @@ _ENV_FIELDS = {
     "max_body_bytes": int,
     "public_url": str,
     "log_level": str,
+    "sse_heartbeat": float,
 }
 
 
@@ -142,5 +145,7 @@ def _check(settings: Settings) -> None:
             f"default agent {settings.default_agent!r} is not one of the agents: "
             f"{', '.join(sorted(seen)) or 'none'}"
         )
+    if settings.sse_heartbeat <= 0:
+        raise SettingsError("sse_heartbeat must be a positive number of seconds")
     if settings.max_body_bytes < 1024:
         raise SettingsError("max_body_bytes must be at least 1024")

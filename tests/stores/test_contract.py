@@ -596,3 +596,13 @@ async def test_unreachable_database_is_store_unavailable() -> None:
         await store.open()
     assert "127.0.0.1:9" in info.value.message
     assert "s3cret-pw" not in info.value.message
+
+
+async def test_get_task_at_reads_snapshot_and_seq_together(store: Store, agent_id: str) -> None:
+    assert await store.get_task_at(agent_id, "missing") is None
+    task = make_task()
+    await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    assert await store.get_task_at(agent_id, task.id) == (task, 1)
+    working = with_state(task, TaskState.WORKING)
+    await store.save_task(agent_id, working, [status_event(2, task, TaskState.WORKING)])
+    assert await store.get_task_at(agent_id, task.id) == (working, 2)

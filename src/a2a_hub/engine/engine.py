@@ -16,6 +16,7 @@ import msgspec
 from a2a_hub.engine.executor import AgentExecutor, RequestContext
 from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.state import timestamp, trim_history
+from a2a_hub.engine.stream import Subscription, TaskStream
 from a2a_hub.protocol.errors import (
     InvalidParamsError,
     TaskNotCancelableError,
@@ -61,6 +62,7 @@ class TaskEngine:
         self.store = store
         self.flush_delay = flush_delay
         self._runs: dict[str, TaskRun] = {}
+        self._topics: dict[str, set[Subscription]] = {}
 
     # --- send ---------------------------------------------------------------------------
 
@@ -99,7 +101,8 @@ class TaskEngine:
         existing: Task | None = None
         if task_id is not None:
             self._refuse_if_running(task_id)
-            existing = await self.store.get_task(self.agent_id, task_id)
+            found = await self.store.get_task_at(self.agent_id, task_id)
+            existing, seq = found if found is not None else (None, 0)
             if existing is None and message.task_id is not None:
                 raise TaskNotFoundError(
                     f"Task {task_id} not found; send the message without taskId "
@@ -107,7 +110,7 @@ class TaskEngine:
                     data={"taskId": task_id},
                 )
         if existing is not None:
-            return await self._continue(existing, message, request)
+            return self._continue(existing, seq, message, request)
         task_id = task_id or str(uuid.uuid4())
         context_id = message.context_id or str(uuid.uuid4())
         if message.task_id != task_id or message.context_id != context_id:
@@ -125,7 +128,9 @@ class TaskEngine:
         self._runs[task_id] = run
         return run
 
-    async def _continue(self, task: Task, message: Message, request: SendMessageRequest) -> TaskRun:
+    def _continue(
+        self, task: Task, seq: int, message: Message, request: SendMessageRequest
+    ) -> TaskRun:
         state = task.status.state
         if state.terminal:
             raise UnsupportedOperationError(
@@ -144,7 +149,6 @@ class TaskEngine:
                 f"message.contextId {message.context_id!r} does not match the context "
                 f"{task.context_id!r} of task {task.id}",
             )
-        seq = await self.store.last_seq(self.agent_id, task.id)
         message = msgspec.structs.replace(message, task_id=task.id, context_id=task.context_id)
         ctx = RequestContext(
             agent_id=self.agent_id,
@@ -165,6 +169,76 @@ class TaskEngine:
         self._runs[task.id] = run
         run.emit(StreamResponse(message=message))
         return run
+
+    async def send_stream(
+        self, request: SendMessageRequest, *, new_task_id: str | None = None
+    ) -> TaskStream:
+        """``SendStreamingMessage``: the events of the turn this message starts, live."""
+        run = await self.begin(request, new_task_id=new_task_id)
+        if run.task is None:
+            stream = await TaskStream(self, run.task_id, after=0).start(fresh=True)
+        else:  # a continued task: start from its snapshot, the new message included
+            stream = await TaskStream(self, run.task_id, after=None).start()
+        self._spawn(run)
+        return stream
+
+    async def subscribe(self, task_id: str, after: int | None = None) -> TaskStream:
+        """``SubscribeToTask``: a snapshot then live events, or with ``after`` a replay first.
+
+        Without ``after`` a terminal task is refused (UnsupportedOperation); with it, the
+        missed tail of any task is delivered and the stream ends if the task is not running.
+        """
+        run = self._runs.get(task_id)
+        stream = TaskStream(self, task_id, after=after)
+        try:
+            if run is not None and run.task is not None:
+                last, state = run.seq, run.task.status.state
+            else:
+                found = await self.store.get_task_at(self.agent_id, task_id)
+                if found is None:
+                    raise self.not_found(task_id)
+                last, state = found[1], found[0].status.state
+                stream.finite = state.terminal or state.interrupted
+            if after is None and state.terminal:
+                raise UnsupportedOperationError(
+                    f"Task {task_id} is already {state_name(state)}; there is nothing to follow "
+                    "(GetTask returns its final state)",
+                    data={"taskId": task_id, "state": state.value},
+                )
+            if after is not None and after > last:
+                raise InvalidParamsError(
+                    f"Last-Event-ID {after} is beyond the last event ({last}) of task {task_id}"
+                )
+        except BaseException:
+            stream.close()
+            raise
+        return await stream.start()
+
+    def topic(self, task_id: str) -> set[Subscription]:
+        """The subscribers of a task (created on first use)."""
+        subs = self._topics.get(task_id)
+        if subs is None:
+            subs = self._topics[task_id] = set()
+        return subs
+
+    def leave(self, task_id: str, sub: Subscription) -> None:
+        """Remove a subscriber; drop the topic when it is empty."""
+        subs = self._topics.get(task_id)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._topics[task_id]
+
+    def publish(self, task_id: str, event: TaskEvent) -> None:
+        """Hand an event to every subscriber of the task (never blocks)."""
+        subs = self._topics.get(task_id)
+        if subs:
+            for sub in subs:
+                sub.push(event)
+
+    def not_found(self, task_id: str) -> TaskNotFoundError:
+        """The error for an unknown task id."""
+        return TaskNotFoundError(f"Task {task_id} not found", data={"taskId": task_id})
 
     def _refuse_if_running(self, task_id: str) -> None:
         if task_id in self._runs:
@@ -196,7 +270,7 @@ class TaskEngine:
             return trim_history(run.snapshot(), history_length)
         task = await self.store.get_task(self.agent_id, task_id)
         if task is None:
-            raise TaskNotFoundError(f"Task {task_id} not found", data={"taskId": task_id})
+            raise self.not_found(task_id)
         return trim_history(task, history_length)
 
     async def list_tasks(self, request: ListTasksRequest) -> ListTasksResponse:
@@ -251,9 +325,10 @@ class TaskEngine:
                     _cancel_driver(run)
             await asyncio.shield(run.finished)
             return run.snapshot()
-        task = await self.store.get_task(self.agent_id, task_id)
-        if task is None:
-            raise TaskNotFoundError(f"Task {task_id} not found", data={"taskId": task_id})
+        found = await self.store.get_task_at(self.agent_id, task_id)
+        if found is None:
+            raise self.not_found(task_id)
+        task, seq = found
         state = task.status.state
         if state.terminal:
             raise TaskNotCancelableError(
@@ -276,10 +351,11 @@ class TaskEngine:
                 task_id=task_id, context_id=task.context_id, status=status
             )
         )
-        seq = await self.store.last_seq(self.agent_id, task_id)
         history = [*(task.history or []), status.message] if status.message else task.history
         task = msgspec.structs.replace(task, status=status, history=history)
-        await self.store.save_task(self.agent_id, task, [TaskEvent(seq + 1, update)])
+        event = TaskEvent(seq + 1, update)
+        await self.store.save_task(self.agent_id, task, [event])
+        self.publish(task_id, event)
         return task
 
     async def close(self) -> None:

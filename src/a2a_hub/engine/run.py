@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -41,9 +41,6 @@ __all__ = ["TaskRun"]
 
 log = logging.getLogger("a2a_hub.engine")
 
-Listener = Callable[[TaskEvent], None]
-
-
 class TaskRun:
     """The live state of one task while its executor runs (see module docstring)."""
 
@@ -65,7 +62,8 @@ class TaskRun:
         #: True once the request is tied to a task (a continued task or a non-blocking send).
         self.bound = bound or task is not None
         self.updater = TaskUpdater(self)
-        self.listeners: list[Listener] = []
+        #: Every event of this run, for subscribers that join while it is live.
+        self.events: list[TaskEvent] = []
         self.executing = False
         self.cancel_requested = False
         self.settled: asyncio.Future[Task | Message] = asyncio.get_running_loop().create_future()
@@ -84,8 +82,8 @@ class TaskRun:
         record = TaskEvent(self.seq, event)
         self.task = apply_event(self.task, event)
         self._unflushed.append(record)
-        for listener in self.listeners:
-            listener(record)
+        self.events.append(record)
+        self.engine.publish(self.task_id, record)
         if self._timer is None:
             delay = self.engine.flush_delay
             self._timer = asyncio.get_running_loop().call_later(delay, self._flush_soon)
@@ -195,6 +193,7 @@ class TaskRun:
         message = self.updater.message(content, with_task=False)
         if message.context_id is None:
             message = msgspec.structs.replace(message, context_id=self.context_id)
+        self.engine.publish(self.task_id, TaskEvent(0, StreamResponse(message=message)))
         self.settle(message)
 
     def settle(self, result: Task | Message) -> None:

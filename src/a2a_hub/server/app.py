@@ -18,6 +18,7 @@ from a2a_hub.server import rest
 from a2a_hub.server.cards import CARD_CACHE_CONTROL, card_bytes, legacy_card_bytes
 from a2a_hub.server.hub import HostedAgent, Hub
 from a2a_hub.server.jsonrpc import encode_error, handle_rpc
+from a2a_hub.server.sse import SseReply, sse_response
 
 __all__ = ["create_app"]
 
@@ -59,6 +60,7 @@ def _too_large(size: int, limit: int) -> PayloadTooLargeError:
 def create_app(hub: Hub) -> Starlette:
     """Build the Starlette app serving ``hub`` (opens and closes the store in its lifespan)."""
     limit = hub.settings.max_body_bytes
+    heartbeat = hub.settings.sse_heartbeat
 
     def base_url(request: Request, agent: HostedAgent | None) -> str:
         root = hub.settings.public_url or str(request.base_url)
@@ -81,7 +83,12 @@ def create_app(hub: Hub) -> Starlette:
             body = await _read_body(request, limit)
         except A2AError as err:
             return Response(encode_error(None, err, "1.0"), err.http_status, media_type=JSON)
-        return Response(await handle_rpc(agent, body, _version(request)), media_type=JSON)
+        answer = await handle_rpc(
+            agent, body, _version(request), request.headers.get("last-event-id")
+        )
+        if isinstance(answer, SseReply):
+            return sse_response(answer, heartbeat)
+        return Response(answer, media_type=JSON)
 
     # --- cards ------------------------------------------------------------------------
 
@@ -116,12 +123,20 @@ def create_app(hub: Hub) -> Starlette:
                 log.exception("REST %s: internal error", request.url.path)
                 internal = InternalError()
                 return Response(rest.error_body(internal), internal.http_status, media_type=JSON)
+            if isinstance(result, SseReply):
+                return sse_response(result, heartbeat)
             return Response(_enc.encode(result), status, media_type=A2A_JSON)
 
         return endpoint
 
     async def r_send(agent: HostedAgent, request: Request) -> Any:
         return await rest.send(agent, request, await _read_body(request, limit))
+
+    async def r_stream(agent: HostedAgent, request: Request) -> Any:
+        return await rest.stream(agent, request, await _read_body(request, limit))
+
+    async def r_subscribe(agent: HostedAgent, request: Request) -> Any:
+        return await rest.subscribe(agent, request, request.path_params["task_id"])
 
     async def r_get(agent: HostedAgent, request: Request) -> Any:
         return await rest.get_task(agent, request, request.path_params["task_id"])
@@ -164,19 +179,17 @@ def create_app(hub: Hub) -> Starlette:
         )
 
     def agent_routes(prefix: str) -> list[BaseRoute]:
-        stream = r_fail(lambda a: rest.unsupported(a, "SendStreamingMessage"))
-        subscribe = r_fail(lambda a: rest.unsupported(a, "SubscribeToTask"))
         push = r_fail(rest.no_push)
         return [
             Route(f"{prefix}/.well-known/agent-card.json", card_endpoint(False), methods=["GET"]),
             Route(f"{prefix}/.well-known/agent.json", card_endpoint(True), methods=["GET"]),
             Route(f"{prefix}/message:send", rest_endpoint(r_send), methods=["POST"]),
-            Route(f"{prefix}/message:stream", rest_endpoint(stream), methods=["POST"]),
+            Route(f"{prefix}/message:stream", rest_endpoint(r_stream), methods=["POST"]),
             Route(f"{prefix}/tasks", rest_endpoint(r_list), methods=["GET"]),
             Route(f"{prefix}/tasks/{{task_id}}:cancel", rest_endpoint(r_cancel), methods=["POST"]),
             Route(
                 f"{prefix}/tasks/{{task_id}}:subscribe",
-                rest_endpoint(subscribe),
+                rest_endpoint(r_subscribe),
                 methods=["GET", "POST"],
             ),
             Route(

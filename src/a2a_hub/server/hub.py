@@ -31,8 +31,8 @@ class HostedAgent:
 
     @property
     def streaming(self) -> bool:
-        """Whether the card announces streaming."""
-        return False
+        """Whether the agent streams (the executor's ``streaming`` attribute, default True)."""
+        return bool(self.executor.streaming)
 
 
 class Hub:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import msgspec
 
+from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol import v01, v03
 from a2a_hub.protocol.errors import (
     A2AError,
@@ -34,10 +36,13 @@ from a2a_hub.protocol.types import (
     ListTasksRequest,
     SendMessageRequest,
     SendMessageResponse,
+    StreamResponse,
     Task,
     TaskIdRequest,
 )
 from a2a_hub.server.hub import HostedAgent
+from a2a_hub.server.sse import SseReply
+from a2a_hub.stores.base import TaskEvent
 
 __all__ = ["SERVED_VERSIONS", "error_info", "handle_rpc", "resolve_family"]
 
@@ -45,7 +50,17 @@ log = logging.getLogger("a2a_hub.server")
 
 SERVED_VERSIONS = "1.0 and 0.3 (also 0.2), plus the 0.1 legacy methods"
 
-Handler = Callable[[HostedAgent, msgspec.Raw], Awaitable[Any]]
+@dataclass(slots=True)
+class Call:
+    """One JSON-RPC call: the agent, raw params, request id, and the ``Last-Event-ID`` header."""
+
+    agent: HostedAgent
+    params: msgspec.Raw
+    id: str | int | None = None
+    last_event_id: str | None = None
+
+
+Handler = Callable[[Call], Awaitable[Any]]
 
 
 class _Envelope(msgspec.Struct):
@@ -103,26 +118,57 @@ def _decode_any(raw: msgspec.Raw) -> Any:
     return params
 
 
-def _no_streaming(what: str) -> Handler:
-    async def handler(agent: HostedAgent, raw: msgspec.Raw) -> Any:
+def _require_streaming(agent: HostedAgent, what: str) -> None:
+    if not agent.streaming:
         raise UnsupportedOperationError(
             f"{what} needs streaming, which agent {agent.id!r} does not offer "
             "(its card says capabilities.streaming is false); use the non-streaming method"
         )
 
-    return handler
+
+def _position(call: Call, metadata: dict[str, Any] | None) -> int | None:
+    """``Last-Event-ID`` from the header, else from ``params.metadata.lastEventId``."""
+    value = call.last_event_id
+    if value is None and metadata:
+        value = metadata.get("lastEventId")
+    return check_position(value)
 
 
-async def _no_push(agent: HostedAgent, raw: msgspec.Raw) -> Any:
+def _rpc_stream(
+    call: Call, stream: TaskStream, encode: Callable[[StreamResponse], Any | None], family: str
+) -> SseReply:
+    req_id = call.id
+
+    def event(ev: TaskEvent) -> bytes | None:
+        result = encode(ev.event)
+        return None if result is None else _enc.encode(_Ok("2.0", req_id, result))
+
+    return SseReply(stream, event, lambda err: encode_error(req_id, err, family))
+
+
+def _v10_event(event: StreamResponse) -> StreamResponse | None:
+    return None if is_internal(event) else event
+
+
+def _v03_event(event: StreamResponse) -> dict[str, Any] | None:
+    return None if is_internal(event) else v03.encode_stream_event(event)
+
+
+def _v01_encoder() -> Callable[[StreamResponse], dict[str, Any] | None]:
+    indexer = v01.ArtifactIndexer()
+    return lambda event: v01.encode_stream_event(event, indexer)
+
+
+async def _no_push(call: Call) -> Any:
     raise PushNotificationNotSupportedError(
-        f"agent {agent.id!r} does not send push notifications "
+        f"agent {call.agent.id!r} does not send push notifications "
         "(its card says capabilities.pushNotifications is false)"
     )
 
 
-async def _no_extended_card(agent: HostedAgent, raw: msgspec.Raw) -> Any:
+async def _no_extended_card(call: Call) -> Any:
     raise ExtendedAgentCardNotConfiguredError(
-        f"agent {agent.id!r} has no extended agent card configured; its public card is at "
+        f"agent {call.agent.id!r} has no extended agent card configured; its public card is at "
         ".well-known/agent-card.json"
     )
 
@@ -130,34 +176,47 @@ async def _no_extended_card(agent: HostedAgent, raw: msgspec.Raw) -> Any:
 # --- 1.0 -----------------------------------------------------------------------------
 
 
-async def _send_10(agent: HostedAgent, raw: msgspec.Raw) -> Any:
-    result = await agent.engine.send(_decode(raw, SendMessageRequest))
+async def _send_10(call: Call) -> Any:
+    result = await call.agent.engine.send(_decode(call.params, SendMessageRequest))
     if isinstance(result, Task):
         return SendMessageResponse(task=result)
     return SendMessageResponse(message=result)
 
 
-async def _get_10(agent: HostedAgent, raw: msgspec.Raw) -> Any:
-    req = _decode(raw, GetTaskRequest)
-    return await agent.engine.get_task(req.id, req.history_length)
+async def _stream_10(call: Call) -> Any:
+    _require_streaming(call.agent, "SendStreamingMessage")
+    stream = await call.agent.engine.send_stream(_decode(call.params, SendMessageRequest))
+    return _rpc_stream(call, stream, _v10_event, "1.0")
 
 
-async def _list_10(agent: HostedAgent, raw: msgspec.Raw) -> Any:
-    req = _decode(raw, ListTasksRequest) if raw else ListTasksRequest()
-    return await agent.engine.list_tasks(req)
+async def _subscribe_10(call: Call) -> Any:
+    _require_streaming(call.agent, "SubscribeToTask")
+    req = _decode(call.params, TaskIdRequest)
+    stream = await call.agent.engine.subscribe(req.id, _position(call, req.metadata))
+    return _rpc_stream(call, stream, _v10_event, "1.0")
 
 
-async def _cancel_10(agent: HostedAgent, raw: msgspec.Raw) -> Any:
-    return await agent.engine.cancel_task(_decode(raw, TaskIdRequest).id)
+async def _get_10(call: Call) -> Any:
+    req = _decode(call.params, GetTaskRequest)
+    return await call.agent.engine.get_task(req.id, req.history_length)
+
+
+async def _list_10(call: Call) -> Any:
+    req = _decode(call.params, ListTasksRequest) if call.params else ListTasksRequest()
+    return await call.agent.engine.list_tasks(req)
+
+
+async def _cancel_10(call: Call) -> Any:
+    return await call.agent.engine.cancel_task(_decode(call.params, TaskIdRequest).id)
 
 
 V10: dict[str, Handler] = {
     "SendMessage": _send_10,
-    "SendStreamingMessage": _no_streaming("SendStreamingMessage"),
+    "SendStreamingMessage": _stream_10,
     "GetTask": _get_10,
     "ListTasks": _list_10,
     "CancelTask": _cancel_10,
-    "SubscribeToTask": _no_streaming("SubscribeToTask"),
+    "SubscribeToTask": _subscribe_10,
     "CreateTaskPushNotificationConfig": _no_push,
     "GetTaskPushNotificationConfig": _no_push,
     "ListTaskPushNotificationConfigs": _no_push,
@@ -173,37 +232,65 @@ def _encode_old(task: Task) -> dict[str, Any]:
     return v01.encode_task(task) if v01.is_legacy_task(task) else v03.encode_task(task)
 
 
-async def _send_03(agent: HostedAgent, raw: msgspec.Raw) -> Any:
-    result = await agent.engine.send(v03.decode_send_params(_decode_any(raw)))
+async def _send_03(call: Call) -> Any:
+    result = await call.agent.engine.send(v03.decode_send_params(_decode_any(call.params)))
     return v03.encode_send_result(result)
 
 
-async def _get_old(agent: HostedAgent, raw: msgspec.Raw) -> Any:
-    task_id, history_length = v03.decode_task_query(_decode_any(raw))
-    return _encode_old(await agent.engine.get_task(task_id, history_length))
+async def _stream_03(call: Call) -> Any:
+    _require_streaming(call.agent, "message/stream")
+    request = v03.decode_send_params(_decode_any(call.params))
+    stream = await call.agent.engine.send_stream(request)
+    return _rpc_stream(call, stream, _v03_event, "0.3")
 
 
-async def _cancel_old(agent: HostedAgent, raw: msgspec.Raw) -> Any:
-    return _encode_old(await agent.engine.cancel_task(v03.decode_task_id(_decode_any(raw))))
+async def _get_old(call: Call) -> Any:
+    task_id, history_length = v03.decode_task_query(_decode_any(call.params))
+    return _encode_old(await call.agent.engine.get_task(task_id, history_length))
 
 
-async def _send_01(agent: HostedAgent, raw: msgspec.Raw) -> Any:
-    request, task_id = v01.decode_send_params(_decode_any(raw))
-    result = await agent.engine.send(request, new_task_id=task_id)
+async def _cancel_old(call: Call) -> Any:
+    task_id = v03.decode_task_id(_decode_any(call.params))
+    return _encode_old(await call.agent.engine.cancel_task(task_id))
+
+
+async def _resubscribe_old(call: Call) -> Any:
+    _require_streaming(call.agent, "tasks/resubscribe")
+    params = _decode_any(call.params)
+    task_id = v03.decode_task_id(params)
+    metadata = params.get("metadata")
+    after = _position(call, metadata if isinstance(metadata, dict) else None)
+    legacy = v01.is_legacy_task(await call.agent.engine.get_task(task_id, 1))
+    stream = await call.agent.engine.subscribe(task_id, after)
+    if legacy:
+        return _rpc_stream(call, stream, _v01_encoder(), "0.1")
+    return _rpc_stream(call, stream, _v03_event, "0.3")
+
+
+async def _send_01(call: Call) -> Any:
+    request, task_id = v01.decode_send_params(_decode_any(call.params))
+    result = await call.agent.engine.send(request, new_task_id=task_id)
     if not isinstance(result, Task):  # cannot happen: a client-chosen id binds the run to a task
         raise InternalError("the agent answered a 0.1 tasks/send without a task")
     return v01.encode_task(result)
 
 
+async def _stream_01(call: Call) -> Any:
+    _require_streaming(call.agent, "tasks/sendSubscribe")
+    request, task_id = v01.decode_send_params(_decode_any(call.params))
+    stream = await call.agent.engine.send_stream(request, new_task_id=task_id)
+    return _rpc_stream(call, stream, _v01_encoder(), "0.1")
+
+
 _SHARED: dict[str, Handler] = {
     "tasks/get": _get_old,
     "tasks/cancel": _cancel_old,
-    "tasks/resubscribe": _no_streaming("tasks/resubscribe"),
+    "tasks/resubscribe": _resubscribe_old,
 }
 
 V03: dict[str, Handler] = {
     "message/send": _send_03,
-    "message/stream": _no_streaming("message/stream"),
+    "message/stream": _stream_03,
     **_SHARED,
     "tasks/pushNotificationConfig/set": _no_push,
     "tasks/pushNotificationConfig/get": _no_push,
@@ -214,7 +301,7 @@ V03: dict[str, Handler] = {
 
 V01: dict[str, Handler] = {
     "tasks/send": _send_01,
-    "tasks/sendSubscribe": _no_streaming("tasks/sendSubscribe"),
+    "tasks/sendSubscribe": _stream_01,
     **_SHARED,
     "tasks/pushNotification/set": _no_push,
     "tasks/pushNotification/get": _no_push,
@@ -281,8 +368,10 @@ def encode_error(req_id: str | int | None, err: A2AError, family: str | None) ->
     return _enc.encode(_Err("2.0", req_id, _ErrorBody(err.code, err.message, data)))
 
 
-async def handle_rpc(agent: HostedAgent, body: bytes, version: str | None) -> bytes:
-    """Answer one JSON-RPC request body; never raises."""
+async def handle_rpc(
+    agent: HostedAgent, body: bytes, version: str | None, last_event_id: str | None = None
+) -> bytes | SseReply:
+    """Answer one JSON-RPC request body (bytes, or a stream to send as SSE); never raises."""
     req_id: str | int | None = None
     family: str | None = None
     try:
@@ -299,7 +388,9 @@ async def handle_rpc(agent: HostedAgent, body: bytes, version: str | None) -> by
         if env.jsonrpc != "2.0":
             raise InvalidRequestError('jsonrpc must be "2.0"')
         family, handler = resolve_family(version, env.method)
-        result = await handler(agent, env.params)
+        result = await handler(Call(agent, env.params, req_id, last_event_id))
+        if isinstance(result, SseReply):
+            return result
         return _enc.encode(_Ok("2.0", req_id, result))
     except A2AError as err:
         log.debug("agent %s: %s %s", agent.id, type(err).__name__, err.message)

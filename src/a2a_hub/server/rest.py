@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 from starlette.requests import Request
 
+from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol.errors import (
     A2AError,
     ContentTypeNotSupportedError,
@@ -28,8 +29,19 @@ from a2a_hub.protocol.types import (
 )
 from a2a_hub.server.hub import HostedAgent
 from a2a_hub.server.jsonrpc import SERVED_VERSIONS, error_info
+from a2a_hub.server.sse import SseReply
+from a2a_hub.stores.base import TaskEvent
 
-__all__ = ["cancel", "error_body", "get_task", "list_tasks", "no_push", "send", "unsupported"]
+__all__ = [
+    "cancel",
+    "error_body",
+    "get_task",
+    "list_tasks",
+    "no_push",
+    "send",
+    "stream",
+    "subscribe",
+]
 
 _enc = msgspec.json.Encoder()
 _JSON_TYPES = ("application/json", "application/a2a+json")
@@ -123,6 +135,44 @@ async def send(agent: HostedAgent, request: Request, body: bytes) -> Any:
     return SendMessageResponse(message=result)
 
 
+def _stream_reply(stream: TaskStream) -> SseReply:
+    def event(ev: TaskEvent) -> bytes | None:
+        return None if is_internal(ev.event) else _enc.encode(ev.event)
+
+    return SseReply(stream, event, error_body)
+
+
+def _decode_send(request: Request, body: bytes) -> SendMessageRequest:
+    _check_json(request, body)
+    try:
+        return msgspec.json.decode(body, type=SendMessageRequest)
+    except msgspec.ValidationError as exc:
+        raise InvalidParamsError(f"invalid request body: {str(exc).replace('`$', '`body')}") from None
+    except msgspec.DecodeError as exc:
+        raise InvalidParamsError(f"request body is not valid JSON: {exc}") from None
+
+
+async def stream(agent: HostedAgent, request: Request, body: bytes) -> SseReply:
+    """``POST /message:stream``."""
+    _require_streaming(agent, "SendStreamingMessage")
+    return _stream_reply(await agent.engine.send_stream(_decode_send(request, body)))
+
+
+async def subscribe(agent: HostedAgent, request: Request, task_id: str) -> SseReply:
+    """``GET|POST /tasks/{id}:subscribe`` (``Last-Event-ID`` header or ``lastEventId`` query)."""
+    _require_streaming(agent, "SubscribeToTask")
+    position = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
+    return _stream_reply(await agent.engine.subscribe(task_id, check_position(position)))
+
+
+def _require_streaming(agent: HostedAgent, what: str) -> None:
+    if not agent.streaming:
+        raise UnsupportedOperationError(
+            f"{what} needs streaming, which agent {agent.id!r} does not offer "
+            "(its card says capabilities.streaming is false)"
+        )
+
+
 async def get_task(agent: HostedAgent, request: Request, task_id: str) -> Any:
     """``GET /tasks/{id}``."""
     return await agent.engine.get_task(task_id, _int_param(request, "historyLength"))
@@ -153,14 +203,6 @@ async def cancel(agent: HostedAgent, request: Request, task_id: str, body: bytes
         except msgspec.DecodeError as exc:
             raise InvalidParamsError(f"request body must be a JSON object: {exc}") from None
     return await agent.engine.cancel_task(task_id)
-
-
-def unsupported(agent: HostedAgent, what: str) -> A2AError:
-    """The error of a streaming route on an agent without streaming."""
-    return UnsupportedOperationError(
-        f"{what} needs streaming, which agent {agent.id!r} does not offer "
-        "(its card says capabilities.streaming is false)"
-    )
 
 
 def no_push(agent: HostedAgent) -> A2AError:

@@ -109,6 +109,10 @@ class TaskStore(ABC):
         """The task's latest snapshot, or ``None`` if there is no such task."""
 
     @abstractmethod
+    async def get_task_at(self, agent_id: str, task_id: str) -> tuple[Task, int] | None:
+        """The snapshot and the ``seq`` of the last event folded into it, read atomically."""
+
+    @abstractmethod
     async def save_task(self, agent_id: str, task: Task, events: Sequence[TaskEvent] = ()) -> None:
         """Create or replace the snapshot and append ``events`` to its log, atomically.
 

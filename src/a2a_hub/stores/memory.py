@@ -53,6 +53,10 @@ class MemoryStore(Store):
         entry = self._tasks.get((agent_id, task_id))
         return None if entry is None else _task_dec.decode(entry.task)
 
+    async def get_task_at(self, agent_id: str, task_id: str) -> tuple[Task, int] | None:
+        entry = self._tasks.get((agent_id, task_id))
+        return None if entry is None else (_task_dec.decode(entry.task), len(entry.events))
+
     async def save_task(self, agent_id: str, task: Task, events: Sequence[TaskEvent] = ()) -> None:
         key = (agent_id, task.id)
         entry = self._tasks.get(key)

@@ -138,6 +138,7 @@ _event_key = (events.c.agent_id == _agent, events.c.task_id == _task)
 _push_key = (push_configs.c.agent_id == _agent, push_configs.c.task_id == _task)
 
 _GET_TASK = select(tasks.c.data).where(*_task_key)
+_GET_TASK_AT = select(tasks.c.data, tasks.c.last_seq).where(*_task_key)
 _READ_EVENTS = (
     select(events.c.seq, events.c.data)
     .where(*_event_key, events.c.seq > bindparam("p_after", type_=Integer))
@@ -415,6 +416,14 @@ class SqlStore(Store):
                 await conn.execute(_GET_TASK, {"p_agent": agent_id, "p_task": task_id})
             ).scalar_one_or_none()
         return None if data is None else _task_dec.decode(data)
+
+    @_guarded
+    async def get_task_at(self, agent_id: str, task_id: str) -> tuple[Task, int] | None:
+        async with self.engine.connect() as conn:
+            row = (
+                await conn.execute(_GET_TASK_AT, {"p_agent": agent_id, "p_task": task_id})
+            ).one_or_none()
+        return None if row is None else (_task_dec.decode(row[0]), int(row[1]))
 
     @_guarded
     async def save_task(self, agent_id: str, task: Task, events: Sequence[TaskEvent] = ()) -> None:

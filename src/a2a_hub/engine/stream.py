@@ -1,0 +1,223 @@
+"""Following a task: the replay of what a subscriber missed, then the live events.
+
+Every change to a task is an event with a per-task sequence number.  A stream
+starts at a position — "after seq N" (a reconnect with ``Last-Event-ID: N``) or
+"a snapshot now" — and yields every later event exactly once, in order:
+
+1. it registers its :class:`Subscription` on the task's topic *first*, so that
+   nothing published from then on is missed;
+2. it reads the backlog: events after N (from the store, and from the live run
+   for events not written yet), or the snapshot with its seq;
+3. it yields the live events, skipping any it already yielded (``seq`` ≤ last).
+
+A subscriber that falls behind by more than its buffer is never allowed to grow
+memory: its buffer is dropped and it catches up from the backlog again.  A
+stream ends after a terminal or interrupted state (or an immediate message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import TYPE_CHECKING
+
+from a2a_hub.protocol.errors import InvalidParamsError, UnsupportedOperationError
+from a2a_hub.protocol.types import Role, StreamResponse, TaskState
+from a2a_hub.stores.base import TaskEvent
+
+if TYPE_CHECKING:
+    from a2a_hub.engine.engine import TaskEngine
+
+__all__ = [
+    "LogTrimmedError",
+    "Subscription",
+    "TaskStream",
+    "check_position",
+    "ends_stream",
+    "is_internal",
+]
+
+DEFAULT_BUFFER = 256
+
+
+class LogTrimmedError(UnsupportedOperationError):
+    """The events a subscriber needs are no longer in the log."""
+
+
+class Subscription:
+    """A bounded mailbox of one subscriber on one task's topic."""
+
+    __slots__ = ("buffer", "limit", "overflowed", "wake")
+
+    def __init__(self, limit: int = DEFAULT_BUFFER) -> None:
+        self.buffer: deque[TaskEvent] = deque()
+        self.limit = limit
+        self.overflowed = False
+        self.wake = asyncio.Event()
+
+    def push(self, event: TaskEvent) -> None:
+        """Called by the publisher; never blocks, never grows past ``limit``."""
+        if not self.overflowed:
+            if len(self.buffer) >= self.limit:
+                self.overflowed = True
+                self.buffer.clear()
+            else:
+                self.buffer.append(event)
+        self.wake.set()
+
+
+def is_internal(event: StreamResponse) -> bool:
+    """A client message appended to history: logged, but not something streams send."""
+    return event.message is not None and event.message.role is Role.USER
+
+
+def _state_of(event: StreamResponse) -> TaskState | None:
+    if event.status_update is not None:
+        return event.status_update.status.state
+    if event.task is not None:
+        return event.task.status.state
+    return None
+
+
+def ends_stream(event: StreamResponse) -> bool:
+    """True for the last event a stream sends."""
+    if event.message is not None:
+        return event.message.role is Role.AGENT
+    state = _state_of(event)
+    return state is not None and (state.terminal or state.interrupted)
+
+
+class TaskStream:
+    """An async iterator of a task's events from a position; see the module docstring.
+
+    Create it with :meth:`TaskEngine.subscribe` or :meth:`TaskEngine.send_stream`,
+    which validate eagerly (so errors come before any byte is streamed).
+    ``next(timeout)`` returns ``None`` when nothing happened for ``timeout``
+    seconds, so that the transport can send a heartbeat.
+    """
+
+    def __init__(
+        self,
+        engine: TaskEngine,
+        task_id: str,
+        *,
+        after: int | None,
+        buffer: int = DEFAULT_BUFFER,
+    ) -> None:
+        self.engine = engine
+        self.task_id = task_id
+        self.after = after
+        self.last = after if after is not None else -1
+        self.sub = Subscription(buffer)
+        self._pending: deque[TaskEvent] = deque()
+        self._done = False
+        self._closed = False
+        #: Set when nothing more can come (the task is not running): end once drained.
+        self.finite = False
+        engine.topic(task_id).add(self.sub)
+
+    async def start(self, *, fresh: bool = False) -> TaskStream:
+        """Read the backlog (unless ``fresh``: a new task has none); raise protocol errors."""
+        try:
+            if not fresh:
+                self._pending.extend(await self._backlog(self.after))
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    async def _backlog(self, after: int | None) -> list[TaskEvent]:
+        engine = self.engine
+        run = engine.live(self.task_id)
+        if after is None:
+            if run is not None and run.task is not None:
+                return [TaskEvent(run.seq, StreamResponse(task=run.snapshot()))]
+            found = await engine.store.get_task_at(engine.agent_id, self.task_id)
+            if found is None:
+                raise engine.not_found(self.task_id)
+            task, seq = found
+            return [TaskEvent(seq, StreamResponse(task=task))]
+        live = list(run.events) if run is not None else []
+        first_live = live[0].seq if live else None
+        stored: list[TaskEvent] = []
+        if first_live is None or after + 1 < first_live:
+            stored = await engine.store.read_events(engine.agent_id, self.task_id, after)
+            if first_live is not None:
+                stored = [e for e in stored if e.seq < first_live]
+        events = stored + [e for e in live if e.seq > after]
+        if events and events[0].seq != after + 1:
+            raise LogTrimmedError(
+                f"events {after + 1}..{events[0].seq - 1} of task {self.task_id} are no longer "
+                "in the log; subscribe again without Last-Event-ID to get a fresh snapshot",
+                data={"taskId": self.task_id, "firstAvailable": events[0].seq},
+            )
+        return events
+
+    async def next(self, timeout: float | None = None) -> TaskEvent | None:
+        """The next event; ``None`` after ``timeout`` idle seconds; StopAsyncIteration at the end."""
+        while True:
+            if self._done:
+                raise StopAsyncIteration
+            if self._pending:
+                event = self._pending.popleft()
+            elif self.finite and not self.sub.buffer:
+                self._done = True
+                self.close()
+                raise StopAsyncIteration
+            elif self.sub.overflowed:
+                self.sub.overflowed = False
+                self.sub.wake.clear()
+                self._pending.extend(await self._backlog(max(self.last, 0)))
+                continue
+            elif self.sub.buffer:
+                event = self.sub.buffer.popleft()
+            else:
+                self.sub.wake.clear()
+                if timeout is None:
+                    await self.sub.wake.wait()
+                else:
+                    try:
+                        await asyncio.wait_for(self.sub.wake.wait(), timeout)
+                    except TimeoutError:
+                        return None
+                continue
+            if event.seq and event.seq <= self.last:
+                continue  # already delivered by the backlog
+            if event.seq:
+                self.last = event.seq
+            if ends_stream(event.event):
+                self._done = True
+                self.close()
+            return event
+
+    def __aiter__(self) -> TaskStream:
+        return self
+
+    async def __anext__(self) -> TaskEvent:
+        event = await self.next()
+        assert event is not None
+        return event
+
+    def close(self) -> None:
+        """Leave the topic (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            self.engine.leave(self.task_id, self.sub)
+
+
+def check_position(value: str | int | None) -> int | None:
+    """Parse a ``Last-Event-ID``: ``None`` or a non-negative integer, else a clear error."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    else:
+        raise InvalidParamsError(
+            f"Last-Event-ID {value!r} is not an event number; use the id: of the last event "
+            "you received (a non-negative integer)"
+        )
+    if number < 0:
+        raise InvalidParamsError("Last-Event-ID must be 0 or more")
+    return number

@@ -15,7 +15,7 @@ from a2a_hub.stores.memory import MemoryStore
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from sample_agents import PizzaExecutor, SlowExecutor
+from sample_agents import ChattyExecutor, PizzaExecutor, SlowExecutor
 
 
 def make_hub(
@@ -101,7 +101,13 @@ class LiveServer:
 @pytest.fixture
 async def live(hub_factory: Callable[..., Hub]) -> AsyncIterator[LiveServer]:
     hub = hub_factory(
-        {"echo": "echo", "pizza": PizzaExecutor(), "slow": SlowExecutor()}, default_agent="echo"
+        {
+            "echo": "echo",
+            "pizza": PizzaExecutor(),
+            "slow": SlowExecutor(),
+            "chatty": ChattyExecutor(chunks=20, pause_every=2, delay=0.3),
+        },
+        default_agent="echo",
     )
     async with LiveServer(hub) as server:
         yield server

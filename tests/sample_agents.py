@@ -62,3 +62,39 @@ class RuleBreaker(AgentExecutor):
     async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         await updater.complete("done")
         await updater.working("still here")
+
+
+class ChattyExecutor(AgentExecutor):
+    """Streams ``chunks`` chunks of ``size`` bytes into one artifact, then completes.
+
+    With the task snapshot, ``working`` and ``completed`` a run has ``chunks + 3`` events.
+    """
+
+    def __init__(
+        self, chunks: int = 997, size: int = 8, pause_every: int = 25, delay: float = 0.0
+    ) -> None:
+        self.chunks = int(chunks)
+        self.size = int(size)
+        self.pause_every = int(pause_every)
+        self.delay = float(delay)
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        await asyncio.sleep(self.delay)
+        for i in range(self.chunks):
+            text = f"{i:06d}".ljust(self.size, ".")
+            await updater.artifact(
+                text, artifact_id="out", name="out", append=i > 0, last_chunk=i == self.chunks - 1
+            )
+            if self.pause_every and i % self.pause_every == 0:
+                await asyncio.sleep(0.002 if self.pause_every > 1 else 0)
+        await updater.complete()
+
+
+class SilentEcho(AgentExecutor):
+    """An agent whose card says it does not stream."""
+
+    streaming = False
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.reply(ctx.text)

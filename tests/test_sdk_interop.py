@@ -21,6 +21,7 @@ from a2a.types.a2a_pb2 import (
     Role,
     SendMessageConfiguration,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     TaskState,
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
@@ -33,7 +34,9 @@ def user(text: str, task_id: str | None = None, context_id: str | None = None) -
     return new_text_message(text, role=Role.ROLE_USER, task_id=task_id, context_id=context_id)
 
 
-async def make_client(http: httpx.AsyncClient, base: str, transport: str) -> Any:
+async def make_client(
+    http: httpx.AsyncClient, base: str, transport: str, *, streaming: bool = False
+) -> Any:
     card = await A2ACardResolver(http, base).get_agent_card()
     if transport == "jsonrpc-0.3":
         narrowed = AgentCard()
@@ -44,7 +47,9 @@ async def make_client(http: httpx.AsyncClient, base: str, transport: str) -> Any
         narrowed.supported_interfaces.extend(keep)
         card = narrowed
     binding = "HTTP+JSON" if transport.startswith("rest") else "JSONRPC"
-    config = ClientConfig(httpx_client=http, streaming=False, supported_protocol_bindings=[binding])
+    config = ClientConfig(
+        httpx_client=http, streaming=streaming, supported_protocol_bindings=[binding]
+    )
     client = ClientFactory(config).create(card)
     if transport == "jsonrpc-0.3":
         assert type(client._transport).__name__ == "CompatJsonRpcTransport"
@@ -58,8 +63,12 @@ async def sdk(
     async with httpx.AsyncClient(timeout=30) as http:
         clients = {
             name: await make_client(http, f"{live.url}/a2a/{name}", request.param)
-            for name in ("echo", "pizza", "slow")
+            for name in ("echo", "pizza", "slow", "chatty")
         }
+        for name in ("echo", "chatty"):
+            clients[f"{name}-stream"] = await make_client(
+                http, f"{live.url}/a2a/{name}", request.param, streaming=True
+            )
         yield request.param, clients, live
 
 
@@ -137,3 +146,37 @@ async def test_client_pointed_at_the_root_url(live: LiveServer) -> None:
         client = await make_client(http, live.url, "jsonrpc-1.0")
         ev = await one(client.send_message(SendMessageRequest(message=user("root"))))
         assert get_artifact_text(ev.task.artifacts[0]) == "echo: root"
+
+
+async def test_streaming_send(sdk: tuple[str, Any, Any]) -> None:
+    _, clients, _ = sdk
+    events = [
+        e async for e in clients["echo-stream"].send_message(SendMessageRequest(message=user("s")))
+    ]
+    kinds = [e.WhichOneof("payload") for e in events]
+    assert kinds == ["task", "status_update", "artifact_update", "status_update"]
+    assert get_artifact_text(events[2].artifact_update.artifact) == "echo: s"
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+async def test_resubscribe_to_a_running_task(sdk: tuple[str, Any, Any]) -> None:
+    _, clients, _ = sdk
+    chatty = clients["chatty-stream"]
+    config = SendMessageConfiguration(return_immediately=True)
+    first = [
+        e
+        async for e in clients["chatty"].send_message(
+            SendMessageRequest(message=user("go"), configuration=config)
+        )
+    ]
+    task_id = first[0].task.id
+    events = [e async for e in chatty.subscribe(SubscribeToTaskRequest(id=task_id))]
+    kinds = [e.WhichOneof("payload") for e in events]
+    assert kinds[0] == "task"
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    chunks = [
+        get_artifact_text(e.artifact_update.artifact)
+        for e in events[1:]
+        if e.WhichOneof("payload") == "artifact_update"
+    ]
+    assert chunks and chunks[-1] == "000019.."

@@ -41,6 +41,7 @@ __all__ = ["TaskRun"]
 
 log = logging.getLogger("a2a_hub.engine")
 
+
 class TaskRun:
     """The live state of one task while its executor runs (see module docstring)."""
 
@@ -62,7 +63,7 @@ class TaskRun:
         #: True once the request is tied to a task (a continued task or a non-blocking send).
         self.bound = bound or task is not None
         self.updater = TaskUpdater(self)
-        #: Every event of this run, for subscribers that join while it is live.
+        #: Events not yet known to be in the store, for subscribers that replay meanwhile.
         self.events: list[TaskEvent] = []
         self.executing = False
         self.cancel_requested = False
@@ -113,6 +114,11 @@ class TaskRun:
             except BaseException:
                 self._unflushed[:0] = events
                 raise
+            written = events[-1].seq
+            keep = 0
+            while keep < len(self.events) and self.events[keep].seq <= written:
+                keep += 1
+            del self.events[:keep]
 
     def _flush_soon(self) -> None:
         self._timer = None

@@ -47,12 +47,14 @@ class LogTrimmedError(UnsupportedOperationError):
 class Subscription:
     """A bounded mailbox of one subscriber on one task's topic."""
 
-    __slots__ = ("buffer", "limit", "overflowed", "wake")
+    __slots__ = ("buffer", "limit", "overflowed", "overflows", "wake")
 
     def __init__(self, limit: int = DEFAULT_BUFFER) -> None:
         self.buffer: deque[TaskEvent] = deque()
         self.limit = limit
         self.overflowed = False
+        #: How many times this subscriber fell behind and had to catch up from the log.
+        self.overflows = 0
         self.wake = asyncio.Event()
 
     def push(self, event: TaskEvent) -> None:
@@ -60,6 +62,7 @@ class Subscription:
         if not self.overflowed:
             if len(self.buffer) >= self.limit:
                 self.overflowed = True
+                self.overflows += 1
                 self.buffer.clear()
             else:
                 self.buffer.append(event)
@@ -83,6 +86,8 @@ def ends_stream(event: StreamResponse) -> bool:
     """True for the last event a stream sends."""
     if event.message is not None:
         return event.message.role is Role.AGENT
+    if event.task is not None:  # a snapshot: an interrupted one may be continued right now
+        return event.task.status.state.terminal
     state = _state_of(event)
     return state is not None and (state.terminal or state.interrupted)
 
@@ -92,7 +97,7 @@ class TaskStream:
 
     Create it with :meth:`TaskEngine.subscribe` or :meth:`TaskEngine.send_stream`,
     which validate eagerly (so errors come before any byte is streamed).
-    ``next(timeout)`` returns ``None`` when nothing happened for ``timeout``
+    ``next(idle)`` returns ``None`` when nothing happened for ``idle``
     seconds, so that the transport can send a heartbeat.
     """
 
@@ -112,6 +117,8 @@ class TaskStream:
         self._pending: deque[TaskEvent] = deque()
         self._done = False
         self._closed = False
+        #: True while the stream reads the log page by page (a replay, or after falling behind).
+        self._catching_up = False
         #: Set when nothing more can come (the task is not running): end once drained.
         self.finite = False
         engine.topic(task_id).add(self.sub)
@@ -121,12 +128,14 @@ class TaskStream:
         try:
             if not fresh:
                 self._pending.extend(await self._backlog(self.after))
+                self._catching_up = self.after is not None
         except BaseException:
             self.close()
             raise
         return self
 
     async def _backlog(self, after: int | None) -> list[TaskEvent]:
+        """The snapshot (``after`` None), or one page of the events after ``after``."""
         engine = self.engine
         run = engine.live(self.task_id)
         if after is None:
@@ -137,47 +146,50 @@ class TaskStream:
                 raise engine.not_found(self.task_id)
             task, seq = found
             return [TaskEvent(seq, StreamResponse(task=task))]
-        live = list(run.events) if run is not None else []
-        first_live = live[0].seq if live else None
-        stored: list[TaskEvent] = []
-        if first_live is None or after + 1 < first_live:
-            stored = await engine.store.read_events(engine.agent_id, self.task_id, after)
-            if first_live is not None:
-                stored = [e for e in stored if e.seq < first_live]
-        events = stored + [e for e in live if e.seq > after]
+        # events not yet written are only in the live run: capture them before reading
+        unwritten = [e for e in run.events if e.seq > after] if run is not None else []
+        page = self.sub.limit
+        events = await engine.store.read_events(engine.agent_id, self.task_id, after, page)
+        if len(events) < page:  # the store is exhausted: continue with the unwritten tail
+            tail_from = events[-1].seq if events else after
+            events += [e for e in unwritten if e.seq > tail_from]
         if events and events[0].seq != after + 1:
             raise LogTrimmedError(
                 f"events {after + 1}..{events[0].seq - 1} of task {self.task_id} are no longer "
                 "in the log; subscribe again without Last-Event-ID to get a fresh snapshot",
                 data={"taskId": self.task_id, "firstAvailable": events[0].seq},
             )
-        return events
+        return events[:page]
 
-    async def next(self, timeout: float | None = None) -> TaskEvent | None:
-        """The next event; ``None`` after ``timeout`` idle seconds; StopAsyncIteration at the end."""
+    async def next(self, idle: float | None = None) -> TaskEvent | None:
+        """The next event; ``None`` after ``idle`` quiet seconds; StopAsyncIteration at the end."""
         while True:
             if self._done:
                 raise StopAsyncIteration
             if self._pending:
                 event = self._pending.popleft()
+            elif self._catching_up:
+                page = await self._backlog(max(self.last, 0))
+                self._pending.extend(e for e in page if e.seq > self.last)
+                self._catching_up = bool(self._pending)
+                continue
             elif self.finite and not self.sub.buffer:
                 self._done = True
                 self.close()
                 raise StopAsyncIteration
             elif self.sub.overflowed:
                 self.sub.overflowed = False
-                self.sub.wake.clear()
-                self._pending.extend(await self._backlog(max(self.last, 0)))
+                self._catching_up = True
                 continue
             elif self.sub.buffer:
                 event = self.sub.buffer.popleft()
             else:
                 self.sub.wake.clear()
-                if timeout is None:
+                if idle is None:
                     await self.sub.wake.wait()
                 else:
                     try:
-                        await asyncio.wait_for(self.sub.wake.wait(), timeout)
+                        await asyncio.wait_for(self.sub.wake.wait(), idle)
                     except TimeoutError:
                         return None
                 continue

@@ -50,6 +50,7 @@ log = logging.getLogger("a2a_hub.server")
 
 SERVED_VERSIONS = "1.0 and 0.3 (also 0.2), plus the 0.1 legacy methods"
 
+
 @dataclass(slots=True)
 class Call:
     """One JSON-RPC call: the agent, raw params, request id, and the ``Last-Event-ID`` header."""

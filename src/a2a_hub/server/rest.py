@@ -147,7 +147,9 @@ def _decode_send(request: Request, body: bytes) -> SendMessageRequest:
     try:
         return msgspec.json.decode(body, type=SendMessageRequest)
     except msgspec.ValidationError as exc:
-        raise InvalidParamsError(f"invalid request body: {str(exc).replace('`$', '`body')}") from None
+        raise InvalidParamsError(
+            f"invalid request body: {str(exc).replace('`$', '`body')}"
+        ) from None
     except msgspec.DecodeError as exc:
         raise InvalidParamsError(f"request body is not valid JSON: {exc}") from None
 

@@ -372,3 +372,38 @@ async def test_stream_errors(server: LiveServer, http: httpx.AsyncClient) -> Non
     assert r.status_code == 400 and r.json()["error"]["details"][0]["reason"] == (
         "UNSUPPORTED_OPERATION"
     )
+
+
+async def test_01_and_03_resubscribe_with_replay(
+    server: LiveServer, http: httpx.AsyncClient
+) -> None:
+    url = f"{server.url}/a2a/chatty"
+    legacy = {
+        "id": "legacy-r",
+        "message": {"role": "user", "parts": [{"type": "text", "text": "x"}]},
+    }
+    head = await collect(http, "POST", url, limit=3, json=rpc_body("tasks/sendSubscribe", legacy))
+    assert [f.id for f in head] == [1, 2, 3]
+    rest = await collect(
+        http,
+        "POST",
+        url,
+        headers={"Last-Event-ID": "3"},
+        json=rpc_body("tasks/resubscribe", {"id": "legacy-r"}),
+    )
+    assert [f.id for f in rest] == list(range(4, 1001))
+    assert all(f.data["result"]["id"] == "legacy-r" for f in rest)  # 0.1 shapes
+    assert rest[-1].data["result"]["final"] is True
+    msg03 = {"messageId": "m3", "role": "user", "parts": [{"kind": "text", "text": "y"}]}
+    head = await collect(
+        http, "POST", url, limit=2, json=rpc_body("message/stream", {"message": msg03})
+    )
+    task_id = head[0].data["result"]["id"]
+    rest = await collect(
+        http,
+        "POST",
+        url,
+        json=rpc_body("tasks/resubscribe", {"id": task_id, "metadata": {"lastEventId": "2"}}),
+    )
+    assert [f.id for f in rest] == list(range(3, 1001))
+    assert rest[-1].data["result"]["kind"] == "status-update" and rest[-1].data["result"]["final"]

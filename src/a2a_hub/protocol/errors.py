@@ -31,6 +31,7 @@ __all__ = [
     "UnsupportedOperationError",
     "VersionNotSupportedError",
     "error_from_code",
+    "error_from_reason",
 ]
 
 
@@ -254,6 +255,20 @@ _BY_CODE: dict[int, type[A2AError]] = {
         VersionNotSupportedError,
     )
 }
+
+
+_BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in _BY_CODE.values()}
+_BY_REASON["INTERNAL"] = InternalError
+
+
+def error_from_reason(reason: str, message: str, status: int | None = None) -> A2AError:
+    """Build the typed error for an HTTP+JSON error body (its ErrorInfo ``reason``)."""
+    cls = _BY_REASON.get(reason)
+    if cls is not None:
+        return cls(message)
+    if status == 404:
+        return TaskNotFoundError(message)
+    return A2AError(message)
 
 
 def error_from_code(code: int, message: str, data: Any = None) -> A2AError:

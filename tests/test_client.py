@@ -164,9 +164,12 @@ async def test_stream_survives_server_side_cuts(transport: str) -> None:
     saboteur = Saboteur(create_app(hub), kills=5)
     live.server.config.app = saboteur
     live.server.config.loaded = False
-    async with live, await A2AClient.connect(
-        f"{live.url}/a2a/chatty", transport=transport, retry=FAST
-    ) as client:
+    async with (
+        live,
+        await A2AClient.connect(
+            f"{live.url}/a2a/chatty", transport=transport, retry=FAST
+        ) as client,
+    ):
         items = [item async for item in client.stream("go")]
     assert saboteur.kills == 0, "every planned cut happened"
     assert [i.id for i in items] == list(range(1, 124))
@@ -196,26 +199,37 @@ async def test_gives_up_with_a_clear_error() -> None:
 
 @pytest.mark.parametrize("transport", ["jsonrpc-1.0", "rest-1.0", "jsonrpc-0.3"])
 async def test_against_the_official_sdk_server(transport: str) -> None:
-    async with SdkServer() as sdk:
-        async with await A2AClient.connect(sdk.url, transport=transport, retry=FAST) as client:
-            task = await client.send("hello")
-            assert isinstance(task, Task) and text(task) == "echo: hello"
-            got = await client.get_task(task.id)
-            assert got.status.state is TaskState.COMPLETED
-            if transport != "jsonrpc-0.3":
-                page = await client.list_tasks()
-                assert task.id in [t.id for t in page.tasks]
-            with pytest.raises(TaskNotFoundError):
-                await client.get_task("missing-task")
-            chat = Conversation(client)
-            first = await chat.send("pizza please")
-            assert isinstance(first, Task) and first.status.state is TaskState.INPUT_REQUIRED
-            done = await chat.send("quattro stagioni")
-            assert isinstance(done, Task) and text(done) == "order: quattro stagioni"
-            events = [i async for i in client.stream("streamed")]
-            assert events[-1].response.status_update is not None
-            assert events[-1].response.status_update.status.state is TaskState.COMPLETED
-            asked = await client.send("pizza again")
-            assert isinstance(asked, Task)
-            canceled = await client.cancel_task(asked.id)
-            assert canceled.status.state is TaskState.CANCELED
+    async with (
+        SdkServer() as sdk,
+        await A2AClient.connect(sdk.url, transport=transport, retry=FAST) as client,
+    ):
+        task = await client.send("hello")
+        assert isinstance(task, Task) and text(task) == "echo: hello"
+        got = await client.get_task(task.id)
+        assert got.status.state is TaskState.COMPLETED
+        if transport != "jsonrpc-0.3":
+            page = await client.list_tasks()
+            assert task.id in [t.id for t in page.tasks]
+        with pytest.raises(TaskNotFoundError):
+            await client.get_task("missing-task")
+        chat = Conversation(client)
+        first = await chat.send("pizza please")
+        assert isinstance(first, Task) and first.status.state is TaskState.INPUT_REQUIRED
+        done = await chat.send("quattro stagioni")
+        assert isinstance(done, Task) and text(done) == "order: quattro stagioni"
+        events = [i async for i in client.stream("streamed")]
+        assert events[-1].response.status_update is not None
+        assert events[-1].response.status_update.status.state is TaskState.COMPLETED
+        asked = await client.send("pizza again")
+        assert isinstance(asked, Task)
+        canceled = await client.cancel_task(asked.id)
+        assert canceled.status.state is TaskState.CANCELED
+
+
+def test_retry_policy_backs_off_exponentially_with_jitter() -> None:
+    policy = RetryPolicy()
+    assert (policy.initial, policy.max_tries, policy.max_delay) == (1.0, 5, 30.0)
+    for attempt, base in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (5, 16.0), (6, 30.0), (9, 30.0)]:
+        delays = [policy.delay(attempt) for _ in range(200)]
+        assert all(base * 0.8 <= d <= base * 1.2 for d in delays)
+        assert max(delays) - min(delays) > base * 0.2  # the jitter is real

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -25,7 +27,11 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
+console = Console(soft_wrap=True)
+
+if TYPE_CHECKING:
+    from a2a_hub.client import A2AClient
 
 
 @app.callback()
@@ -109,6 +115,313 @@ def serve(
         log_level=settings.log_level.lower(),
         access_log=False,
     )
+
+
+# --- talking to agents ------------------------------------------------------------------
+
+ApiKey = Annotated[str | None, typer.Option("--api-key", help="Sent as the x-api-key header.")]
+Bearer = Annotated[str | None, typer.Option("--bearer", help="Sent as Authorization: Bearer.")]
+Headers = Annotated[
+    list[str] | None,
+    typer.Option("--header", "-H", help="Extra header 'Name: value' (repeatable)."),
+]
+Transport = Annotated[
+    str | None,
+    typer.Option(
+        "--transport",
+        help="jsonrpc-1.0, rest-1.0, jsonrpc-0.3 or jsonrpc-0.1 (default: the card's best).",
+    ),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the raw result as JSON.")]
+
+tasks_app = typer.Typer(help="Inspect and control tasks of an agent.", no_args_is_help=True)
+app.add_typer(tasks_app, name="tasks")
+
+
+def _headers(values: list[str] | None) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for value in values or []:
+        name, sep, content = value.partition(":")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"header {value!r} must look like 'Name: value'")
+        headers[name.strip()] = content.strip()
+    return headers
+
+
+def _run(work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run a client command; any failure is one clear line and a non-zero exit."""
+    import httpx
+
+    from a2a_hub.protocol.errors import A2AError
+
+    try:
+        asyncio.run(work())
+    except A2AError as exc:
+        code = "" if type(exc) is A2AError else f" [dim](A2A error {exc.code})[/dim]"
+        err_console.print(f"[red]error:[/red] {exc.message}{code}", highlight=False)
+        raise typer.Exit(1) from None
+    except httpx.HTTPError as exc:
+        err_console.print(f"[red]error:[/red] {type(exc).__name__}: {exc or 'connection failed'}")
+        raise typer.Exit(1) from None
+    except ValueError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+async def _connect(
+    url: str,
+    transport: str | None,
+    api_key: str | None,
+    bearer: str | None,
+    headers: list[str] | None,
+) -> A2AClient:
+    from a2a_hub.client import A2AClient
+
+    return await A2AClient.connect(
+        url, transport=transport, api_key=api_key, bearer=bearer, headers=_headers(headers)
+    )
+
+
+@app.command()
+def card(
+    url: str,
+    as_json: AsJson = False,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """Show the agent card at URL (a base URL or the card's own URL)."""
+    from a2a_hub._render import print_card, to_json
+    from a2a_hub.client import fetch_card
+
+    async def work() -> None:
+        import httpx
+
+        async with httpx.AsyncClient(timeout=30) as http:
+            found, _ = await fetch_card(http, url, _client_headers(api_key, bearer, header))
+        if as_json:
+            console.print(to_json(found), markup=False, highlight=False)
+        else:
+            print_card(console, found)
+
+    _run(work)
+
+
+def _client_headers(
+    api_key: str | None, bearer: str | None, header: list[str] | None
+) -> dict[str, str]:
+    headers = _headers(header)
+    if api_key:
+        headers["x-api-key"] = api_key
+    if bearer:
+        headers["Authorization"] = f"Bearer {bearer}"
+    return headers
+
+
+@app.command()
+def send(
+    url: str,
+    text: str,
+    stream: Annotated[
+        bool, typer.Option("--stream", help="Stream the answer as it comes.")
+    ] = False,
+    context: Annotated[str | None, typer.Option("--context", help="contextId to continue.")] = None,
+    task: Annotated[str | None, typer.Option("--task", help="taskId to continue.")] = None,
+    as_json: AsJson = False,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """Send TEXT to the agent at URL and show the answer."""
+    from a2a_hub._render import EventPrinter, print_result, to_json
+
+    async def work() -> None:
+        async with await _connect(url, transport, api_key, bearer, header) as client:
+            if stream:
+                printer = EventPrinter(console)
+                async for item in client.stream(text, context_id=context, task_id=task):
+                    if as_json:
+                        console.print(to_json(item.response), markup=False, highlight=False)
+                    else:
+                        printer.show(item.response)
+                printer.finish()
+                return
+            result = await client.send(text, context_id=context, task_id=task)
+            if as_json:
+                console.print(to_json(result), markup=False, highlight=False)
+            else:
+                print_result(console, result)
+
+    _run(work)
+
+
+@app.command()
+def chat(
+    url: str,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """Talk to the agent at URL over several turns (/new, /cancel, /quit)."""
+    from a2a_hub._render import EventPrinter, print_result, state_label
+    from a2a_hub.client import Conversation
+
+    async def work() -> None:
+        async with await _connect(url, transport, api_key, bearer, header) as client:
+            conv = Conversation(client)
+            console.print(
+                f"Talking to [bold]{client.card.name}[/bold] over "
+                f"{client.transport.binding} {client.transport.version}. "
+                "Commands: /new (new conversation), /cancel (cancel the task), /quit",
+                highlight=False,
+            )
+            while True:
+                try:
+                    line = await asyncio.to_thread(input, "you> ")
+                except EOFError:
+                    break
+                line = line.strip()
+                if not line:
+                    continue
+                if line == "/quit":
+                    break
+                if line == "/new":
+                    conv.reset()
+                    console.print("[dim]new conversation[/dim]")
+                    continue
+                if line == "/cancel":
+                    if conv.task_id is None:
+                        console.print("[dim]no task to cancel[/dim]")
+                        continue
+                    canceled = await client.cancel_task(conv.task_id)
+                    conv.observe(canceled)
+                    console.print(f"task {canceled.id} {state_label(canceled.status.state)}")
+                    continue
+                if client.streaming:
+                    printer = EventPrinter(console)
+                    async for item in conv.stream(line):
+                        printer.show(item.response)
+                    printer.finish()
+                else:
+                    print_result(console, await conv.send(line))
+
+    _run(work)
+
+
+@tasks_app.command("get")
+def tasks_get(
+    url: str,
+    task_id: str,
+    history: Annotated[int | None, typer.Option(help="At most N messages.")] = None,
+    as_json: AsJson = False,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """Show one task."""
+    from a2a_hub._render import print_result, to_json
+
+    async def work() -> None:
+        async with await _connect(url, transport, api_key, bearer, header) as client:
+            found = await client.get_task(task_id, history)
+            if as_json:
+                console.print(to_json(found), markup=False, highlight=False)
+            else:
+                print_result(console, found)
+
+    _run(work)
+
+
+@tasks_app.command("list")
+def tasks_list(
+    url: str,
+    context: Annotated[str | None, typer.Option("--context", help="Only this context.")] = None,
+    status: Annotated[str | None, typer.Option(help="Only this state, e.g. working.")] = None,
+    page_size: Annotated[int | None, typer.Option(help="Tasks per page (1-100).")] = None,
+    page_token: Annotated[str | None, typer.Option(help="nextPageToken of a page.")] = None,
+    as_json: AsJson = False,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """List tasks, newest first."""
+    from a2a_hub._render import print_tasks, to_json
+    from a2a_hub.protocol.types import ListTasksRequest, TaskState
+
+    state = None
+    if status:
+        key = status.upper().replace("-", "_")
+        state = TaskState(key if key.startswith("TASK_STATE_") else "TASK_STATE_" + key)
+
+    async def work() -> None:
+        async with await _connect(url, transport, api_key, bearer, header) as client:
+            page = await client.list_tasks(
+                ListTasksRequest(
+                    context_id=context, status=state, page_size=page_size, page_token=page_token
+                )
+            )
+            if as_json:
+                console.print(to_json(page), markup=False, highlight=False)
+            else:
+                print_tasks(console, page.tasks, page.next_page_token, page.total_size)
+
+    _run(work)
+
+
+@tasks_app.command("cancel")
+def tasks_cancel(
+    url: str,
+    task_id: str,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """Cancel a task."""
+    from a2a_hub._render import print_result
+
+    async def work() -> None:
+        async with await _connect(url, transport, api_key, bearer, header) as client:
+            print_result(console, await client.cancel_task(task_id))
+
+    _run(work)
+
+
+@tasks_app.command("subscribe")
+def tasks_subscribe(
+    url: str,
+    task_id: str,
+    last_event_id: Annotated[int | None, typer.Option(help="Replay events after this id.")] = None,
+    as_json: AsJson = False,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """Follow a task's events until it settles."""
+    from a2a_hub._render import EventPrinter, to_json
+
+    async def work() -> None:
+        async with await _connect(url, transport, api_key, bearer, header) as client:
+            printer = EventPrinter(console)
+            async for item in client.subscribe(task_id, last_event_id):
+                if as_json:
+                    console.print(
+                        to_json({"id": item.id, "event": item.response}),
+                        markup=False,
+                        highlight=False,
+                    )
+                else:
+                    printer.show(item.response)
+            printer.finish()
+
+    _run(work)
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +22,30 @@ from a2a_hub.stores import Store, TaskQuery, open_store
 POSTGRES_URL = os.environ.get(
     "A2A_HUB_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
+REDIS_URL = os.environ.get("A2A_HUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 IN_CI = os.environ.get("CI", "").strip().lower() == "true"
+
+
+def redis_test_url(**options: object) -> str:
+    """:data:`REDIS_URL` with a fresh random key prefix (and more store options)."""
+    query = "&".join(f"{k}={v}" for k, v in {"prefix": _random_prefix(), **options}.items())
+    return f"{REDIS_URL}{'&' if '?' in REDIS_URL else '?'}{query}"
+
+
+def _random_prefix() -> str:
+    return f"a2a-test-{uuid.uuid4().hex[:12]}"
+
+
+async def purge_redis(url: str) -> None:
+    """Delete every key under the prefix of ``url`` (whatever the test left behind)."""
+    from a2a_hub.stores.redis import RedisStore
+
+    store = RedisStore(url)
+    await store.open()
+    try:
+        await store.purge()
+    finally:
+        await store.close()
 
 
 @dataclass(frozen=True)
@@ -34,12 +57,16 @@ class Backend:
     durable: bool  # data survives closing the store and opening it again
     shared: bool  # a server shared between tests (clean up what a test wrote)
     enforces_seq: bool = True  # rejects events that do not continue the log
+    # Deletes everything stored under the test's URL, after the test (pass or fail).
+    purge: Callable[[str], Awaitable[None]] | None = None
 
 
 BACKENDS = [
     Backend("memory", lambda tmp: "memory://", durable=False, shared=False),
     Backend("sqlite", lambda tmp: f"sqlite:///{tmp}/data/hub.db", durable=True, shared=False),
     Backend("postgresql", lambda tmp: POSTGRES_URL, durable=True, shared=True),
+    # A random key prefix per test, every key of it deleted afterwards.
+    Backend("redis", lambda tmp: redis_test_url(), durable=True, shared=True, purge=purge_redis),
 ]
 
 # Why a backend could not be used, so that later tests skip at once.
@@ -80,9 +107,11 @@ class StoreHarness:
                     await store.delete_task(agent_id, task.id)
 
     async def aclose(self) -> None:
-        """Close every store this harness opened."""
+        """Close every store this harness opened, then purge what the test stored."""
         for store in self._opened:
             await store.close()
+        if self.backend.purge is not None and self._opened:
+            await self.backend.purge(self.url)
 
 
 def _unusable(backend: Backend, reason: str) -> None:

@@ -146,7 +146,7 @@ class A2AClient:
         headers: dict[str, str] | None = None,
         api_key: str | None = None,
         bearer: str | None = None,
-        timeout: float = 60.0,
+        http_timeout: float = 60.0,
         retry: RetryPolicy | None = None,
     ) -> A2AClient:
         """Fetch the agent card at ``url`` and pick the interface to use."""
@@ -156,11 +156,11 @@ class A2AClient:
         if bearer:
             all_headers["Authorization"] = f"Bearer {bearer}"
         owns = http is None
-        client = http or httpx.AsyncClient(timeout=httpx.Timeout(timeout, read=None))
+        client = http or httpx.AsyncClient(timeout=httpx.Timeout(http_timeout, read=None))
         try:
             card, _ = await fetch_card(client, url, all_headers)
             chosen = _choose(card, transport)
-            binding, version, kind = TRANSPORTS[chosen[0]]
+            kind = TRANSPORTS[chosen[0]][2]
             return cls(
                 card,
                 kind(client, chosen[1].url, all_headers),

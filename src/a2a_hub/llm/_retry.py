@@ -56,7 +56,7 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        backoff = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        backoff = min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1))
         wait = backoff / 2 + random.uniform(0, backoff / 2)
         if retry_after is not None:
             wait = max(wait, min(retry_after, self.max_delay))

@@ -48,6 +48,11 @@ def _types(schema: dict[str, Any]) -> list[str]:
     return []
 
 
+def _props(schema: dict[str, Any]) -> dict[str, Any]:
+    props = schema.get("properties")
+    return props if isinstance(props, dict) else {}
+
+
 def _merge_all_of(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     parts = schema.get("allOf")
     if not isinstance(parts, list):
@@ -102,7 +107,7 @@ def _example(schema: Any, root: dict[str, Any], text: str, depth: int) -> Any:
         else:
             kind = "string"
     if kind == "object":
-        props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
+        props = _props(s)
         required = [r for r in s.get("required", []) if isinstance(r, str)]
         return {
             name: _example(props.get(name, {}), root, text, depth + 1)
@@ -222,11 +227,14 @@ def _check(
         out.append(f"{path}: {value!r} is not one of {enum!r}")
     for key in ("anyOf", "oneOf"):
         options = s.get(key)
-        if isinstance(options, list) and options:
-            if not any(not validate(value, o, root=root) for o in options):
-                out.append(f"{path}: matches none of the {key} options")
+        if (
+            isinstance(options, list)
+            and options
+            and all(validate(value, o, root=root) for o in options)
+        ):
+            out.append(f"{path}: matches none of the {key} options")
     if isinstance(value, dict):
-        props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
+        props = _props(s)
         for name in s.get("required", []):
             if isinstance(name, str) and name not in value:
                 out.append(f"{path}: missing required property {name!r}")

@@ -107,7 +107,7 @@ class LLMProvider(ABC):
         """
         yield await self.complete(messages, max_tokens=max_tokens, temperature=temperature)
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, deliberately not abstract
         """Release the provider's resources (connections); the default has none."""
 
     async def __aenter__(self) -> LLMProvider:

@@ -5,7 +5,9 @@
 ``sqlite:///path``        :class:`~a2a_hub.stores.sql.SqlStore`, aiosqlite
 ``postgresql://…``        :class:`~a2a_hub.stores.sql.SqlStore`, asyncpg
                           (``pip install 'a2a-hub[postgres]'``)
-``redis://…``             not available yet
+``redis://…``             :class:`~a2a_hub.stores.redis.RedisStore`, redis-py
+``rediss://…``            (``pip install 'a2a-hub[redis]'``); TTLs and key
+                          prefix as query options, see that module
 ========================  =============================================
 """
 
@@ -39,7 +41,12 @@ __all__ = [
     "open_store",
 ]
 
-SUPPORTED_SCHEMES = ("memory://", "sqlite:///path", "postgresql://user@host/db")
+SUPPORTED_SCHEMES = (
+    "memory://",
+    "sqlite:///path",
+    "postgresql://user@host/db",
+    "redis://host:6379/0",
+)
 
 
 def open_store(url: str) -> Store:
@@ -59,9 +66,8 @@ def open_store(url: str) -> Store:
 
         return SqlStore(url)
     if base in ("redis", "rediss"):
-        raise ValueError(
-            f"The Redis store is not available yet (store URL {scheme}://…); a later "
-            "release adds it. Use sqlite:///path or postgresql://… for now."
-        )
+        from a2a_hub.stores.redis import RedisStore
+
+        return RedisStore(url)
     shown = f"{scheme}://…" if sep else repr(url)  # never echo a password
     raise ValueError(f"Unsupported store URL {shown}; supported: {', '.join(SUPPORTED_SCHEMES)}")

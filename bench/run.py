@@ -1,0 +1,688 @@
+"""`make bench`, part 1: a2a-hub vs the official a2a-sdk vs the bare-stack ceiling.
+
+Three servers doing the same echo work (Task, one artifact ``echo: <text>``, completed), each
+its own process with one uvicorn worker (uvloop + httptools, no access log) pinned to core 0
+with ``taskset``, bound to 127.0.0.1; the load generator ``wrk`` pinned to core 1, the same
+connections, payloads and durations for every server.  Each scenario: a warm-up run per
+server, then BENCH_ROUNDS rounds in which every server gets one run (the order rotates from
+round to round), and the median of the rounds.
+
+Settings (environment):
+
+    BENCH_DURATION  seconds per measured run (5)      BENCH_ROUNDS       rounds (3)
+    BENCH_WARMUP    seconds of warm-up (2)            BENCH_CONNECTIONS  wrk -c (32)
+    BENCH_THREADS   wrk -t (1)                        BENCH_TIMEOUT      wrk --timeout (10s)
+    BENCH_ONLY      comma-separated scenario keys     BENCH_PIN=0        no taskset
+    BENCH_REDIS_URL     (redis://127.0.0.1:6379/0)
+    BENCH_POSTGRES_URL  (postgresql://postgres@127.0.0.1:5432/test)
+
+Writes bench/results.json and bench/results.png; logs and request bodies in bench/.work/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import resource
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchlib import (
+    BENCH,
+    CLIENT_CPU,
+    HUB_CLI,
+    PINNED,
+    SDK_PYTHON,
+    SERVER_CPU,
+    WORK,
+    Server,
+    draw_chart,
+    env_float,
+    env_int,
+    free_port,
+    http,
+    load_results,
+    machine_info,
+    pin,
+    proc_cpu_seconds,
+    raise_fd_limit,
+    save_results,
+    show,
+)
+from benchlib import HUB_PYTHON as _HUB_PYTHON
+from rich.console import Console
+from rich.table import Table
+
+console = Console(width=200)
+
+DURATION = env_float("BENCH_DURATION", 5.0)
+ROUNDS = env_int("BENCH_ROUNDS", 3)
+WARMUP = env_float("BENCH_WARMUP", 2.0)
+CONNECTIONS = env_int("BENCH_CONNECTIONS", 32)
+THREADS = env_int("BENCH_THREADS", 1)
+TIMEOUT = env_float("BENCH_TIMEOUT", 10.0)
+ONLY = {s.strip() for s in (os.environ.get("BENCH_ONLY") or "").split(",") if s}
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
+POSTGRES_URL = os.environ.get("BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+LUA = BENCH / "wrk" / "a2a.lua"
+TEXT = "hello bench"
+PREFIX = "/a2a/echo"
+PG_AGENT = "bench-echo"  # rows the bench writes to the shared PostgreSQL are under this agent id
+
+HUB, SDK, CEILING = "a2a-hub", "a2a-sdk", "ceiling"
+
+# --- request bodies (the same bytes go to every server; @MID@ is fresh per request) --------
+
+MSG_10 = {"messageId": "@MID@", "role": "ROLE_USER", "parts": [{"text": TEXT}]}
+MSG_03 = {
+    "kind": "message",
+    "messageId": "@MID@",
+    "role": "user",
+    "parts": [{"kind": "text", "text": TEXT}],
+}
+
+
+def rpc_body(method: str, params: dict[str, Any]) -> str:
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": "@MID@", "method": method, "params": params},
+        separators=(",", ":"),
+    )
+
+
+JSON_CT = "Content-Type: application/json"
+V10 = "A2A-Version: 1.0"
+V03 = "A2A-Version: 0.3"
+
+
+@dataclass
+class Scenario:
+    key: str
+    title: str
+    servers: list[str]
+    path: str  # after the agent's prefix
+    headers: list[str]
+    body: str  # with @MID@ (and @TASK@ for GetTask)
+    expects: list[str]
+    #: The scenario whose SDK and ceiling figures a2a-hub is compared with (default: itself).
+    baseline: str | None = None
+    note: str = ""
+
+
+SEND_10 = rpc_body("SendMessage", {"message": MSG_10})
+
+SCENARIOS = [
+    Scenario(
+        "send",
+        "SendMessage 1.0 JSON-RPC (blocking, memory)",
+        [HUB, SDK, CEILING],
+        "",
+        [JSON_CT, V10],
+        SEND_10,
+        ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
+    ),
+    Scenario(
+        "send03",
+        "message/send 0.3 JSON-RPC (blocking, memory)",
+        [HUB, SDK, CEILING],
+        "",
+        [JSON_CT, V03],
+        rpc_body("message/send", {"message": MSG_03, "configuration": {"blocking": True}}),
+        ["completed", f"echo: {TEXT}"],
+    ),
+    Scenario(
+        "rest",
+        "REST POST /message:send 1.0 (memory)",
+        [HUB, SDK, CEILING],
+        "/message:send",
+        [JSON_CT, V10],
+        json.dumps({"message": MSG_10}, separators=(",", ":")),
+        ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
+    ),
+    Scenario(
+        "stream",
+        "SendStreamingMessage 1.0 (SSE read to the end)",
+        [HUB, SDK, CEILING],
+        "",
+        [JSON_CT, V10, "Accept: text/event-stream"],
+        rpc_body("SendStreamingMessage", {"message": MSG_10}),
+        ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
+    ),
+    Scenario(
+        "get",
+        "GetTask 1.0 JSON-RPC (existing task)",
+        [HUB, SDK, CEILING],
+        "",
+        [JSON_CT, V10],
+        rpc_body("GetTask", {"id": "@TASK@"}),
+        ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
+    ),
+    Scenario(
+        "send-sqlite",
+        "SendMessage 1.0, SQLite store",
+        [f"{HUB}/sqlite"],
+        "",
+        [JSON_CT, V10],
+        SEND_10,
+        ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
+        baseline="send",
+        note="vs the SDK's and the ceiling's in-memory SendMessage",
+    ),
+    Scenario(
+        "send-redis",
+        "SendMessage 1.0, Redis store",
+        [f"{HUB}/redis"],
+        "",
+        [JSON_CT, V10],
+        SEND_10,
+        ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
+        baseline="send",
+        note="vs the SDK's and the ceiling's in-memory SendMessage",
+    ),
+    Scenario(
+        "send-postgres",
+        "SendMessage 1.0, PostgreSQL store",
+        [f"{HUB}/postgres"],
+        "",
+        [JSON_CT, V10],
+        SEND_10,
+        ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
+        baseline="send",
+        note="vs the SDK's and the ceiling's in-memory SendMessage",
+    ),
+]
+
+
+# --- servers ---------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    """A server under test and what the bench knows about it."""
+
+    server: Server
+    prefix: str
+    store: str | None = None
+    skipped: str | None = None
+    acked: int = 0  # responses counted ok (for the durability check)
+    db_before: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def hub_server(key: str, store: str, agent: str = "echo") -> Server:
+    port = free_port()
+    spec = "echo" if agent == "echo" else f"{agent}=echo"
+    argv = [
+        str(HUB_CLI),
+        "serve",
+        "--agent",
+        spec,
+        "--store",
+        store,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
+    return Server(key, argv, port, "/healthz")
+
+
+def build_targets(tmp: Path) -> dict[str, Target]:
+    sqlite_url = f"sqlite:///{tmp / 'bench.db'}"
+    targets = {
+        HUB: Target(hub_server(HUB, "memory://"), PREFIX, "memory://"),
+        SDK: Target(
+            Server(
+                SDK,
+                [str(SDK_PYTHON), str(BENCH / "sdk_server.py"), str(port := free_port())],
+                port,
+                f"{PREFIX}/.well-known/agent-card.json",
+            ),
+            PREFIX,
+            "InMemoryTaskStore",
+        ),
+        CEILING: Target(
+            Server(
+                CEILING,
+                [str(_HUB_PYTHON), str(BENCH / "ceiling_server.py"), str(port2 := free_port())],
+                port2,
+                "/healthz",
+            ),
+            PREFIX,
+        ),
+        f"{HUB}/sqlite": Target(hub_server(f"{HUB}/sqlite", sqlite_url), PREFIX, sqlite_url),
+        f"{HUB}/redis": Target(
+            hub_server(f"{HUB}/redis", REDIS_URL, PG_AGENT), f"/a2a/{PG_AGENT}", REDIS_URL
+        ),
+        f"{HUB}/postgres": Target(
+            hub_server(f"{HUB}/postgres", POSTGRES_URL, PG_AGENT),
+            f"/a2a/{PG_AGENT}",
+            POSTGRES_URL,
+        ),
+    }
+    return targets
+
+
+# --- store row counts (every acknowledged task must be in the store) ---------------------
+
+
+def sqlite_count(url: str) -> int:
+    path = url.removeprefix("sqlite:///")
+    if not Path(path).exists():
+        return 0
+    with sqlite3.connect(path) as db:
+        try:
+            (n,) = db.execute("SELECT count(*) FROM a2a_tasks").fetchone()
+        except sqlite3.OperationalError:
+            return 0
+        return int(n)
+
+
+async def _pg(url: str, sql: str, *args: Any) -> Any:
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        return await conn.fetchval(sql, *args)
+    finally:
+        await conn.close()
+
+
+def pg_count(url: str) -> int:
+    try:
+        n = asyncio.run(_pg(url, "SELECT count(*) FROM a2a_tasks WHERE agent_id = $1", PG_AGENT))
+    except Exception:
+        return 0
+    return int(n or 0)
+
+
+def pg_clean(url: str) -> None:
+    """Delete the bench's own rows (agent id ``bench-echo``) from the shared database."""
+    try:
+        asyncio.run(_pg(url, "DELETE FROM a2a_tasks WHERE agent_id = $1", PG_AGENT))
+    except Exception as exc:
+        console.print(f"[yellow]could not clean the bench's PostgreSQL rows: {exc}[/yellow]")
+
+
+def store_count(target: Target) -> int | None:
+    store = target.store or ""
+    if store.startswith("sqlite"):
+        return sqlite_count(store)
+    if store.startswith("postgres"):
+        return pg_count(store)
+    return None
+
+
+# --- wrk -------------------------------------------------------------------------------
+
+
+def wrk_argv(
+    url: str, seconds: float, method: str, path: str, template: Path, sc: Scenario
+) -> list[str]:
+    nonce = uuid.uuid4().hex[:12]
+    return pin(
+        CLIENT_CPU,
+        [
+            "wrk",
+            f"-t{THREADS}",
+            f"-c{CONNECTIONS}",
+            f"-d{seconds:g}s",
+            f"--timeout={TIMEOUT:g}s",
+            "-s",
+            str(LUA),
+            url,
+            "--",
+            method,
+            path,
+            str(template),
+            nonce,
+            "|".join(sc.expects),
+            *sc.headers,
+        ],
+    )
+
+
+def run_wrk(target: Target, sc: Scenario, template: Path, seconds: float) -> dict[str, Any]:
+    path = target.prefix + sc.path
+    argv = wrk_argv(target.server.base + path, seconds, "POST", path, template, sc)
+    pid = target.server.pid
+    cpu0 = proc_cpu_seconds(pid)
+    child0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + TIMEOUT + 60)
+    wall = time.monotonic() - t0
+    child1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu1 = proc_cpu_seconds(pid)
+    out: dict[str, Any] = {}
+    bad_sample = ""
+    for line in res.stdout.splitlines():
+        if line.startswith("WRKJSON "):
+            out = json.loads(line[len("WRKJSON ") :])
+        elif line.startswith("WRKBAD "):
+            bad_sample = line[len("WRKBAD ") :]
+    if not out:
+        raise RuntimeError(f"wrk gave no figures (exit {res.returncode}): {res.stderr.strip()}")
+    secs = out["duration_us"] / 1e6
+    errors = (
+        out["bad"]
+        + out["connect_errors"]
+        + out["read_errors"]
+        + out["write_errors"]
+        + out["timeouts"]
+    )
+    client_cpu = (child1.ru_utime + child1.ru_stime) - (child0.ru_utime + child0.ru_stime)
+    out.update(
+        rps=out["ok"] / secs if secs else 0.0,
+        p50_ms=out["lat_p50_us"] / 1000,
+        p99_ms=out["lat_p99_us"] / 1000,
+        errors=errors,
+        bad_sample=bad_sample,
+        server_cpu=(cpu1 - cpu0) / wall if wall else 0.0,
+        client_cpu=client_cpu / wall if wall else 0.0,
+        bytes_per_response=out["bytes"] / out["requests"] if out["requests"] else 0,
+    )
+    target.acked += out["ok"]
+    return out
+
+
+# --- the run ---------------------------------------------------------------------------
+
+
+def prepare_template(sc: Scenario, key: str, target: Target) -> Path:
+    body = sc.body
+    if "@TASK@" in body:
+        # GetTask: create one task first and reuse its id for every request.
+        status, raw = http(
+            "POST",
+            target.server.base + target.prefix,
+            json.loads(SEND_10.replace("@MID@", f"setup-{uuid.uuid4()}")),
+            {"A2A-Version": "1.0"},
+        )
+        if status != 200:
+            raise RuntimeError(f"{key}: creating the GetTask task failed: {status} {raw[:200]!r}")
+        task_id = json.loads(raw)["result"]["task"]["id"]
+        body = body.replace("@TASK@", task_id)
+        target.extra["get_task_id"] = task_id
+    path = WORK / "bodies" / f"{sc.key}-{key.replace('/', '-')}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body)
+    return path
+
+
+def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    def med(name: str) -> float:
+        return float(statistics.median(r[name] for r in rounds))
+
+    return {
+        "rps": med("rps"),
+        "p50_ms": med("p50_ms"),
+        "p99_ms": med("p99_ms"),
+        "server_cpu": med("server_cpu"),
+        "client_cpu": med("client_cpu"),
+        "errors": sum(r["errors"] for r in rounds),
+        "requests": sum(r["requests"] for r in rounds),
+        "bytes_per_response": med("bytes_per_response"),
+        "bad_sample": next((r["bad_sample"] for r in rounds if r["bad_sample"]), ""),
+        "rounds": [
+            {
+                k: r[k]
+                for k in (
+                    "rps",
+                    "p50_ms",
+                    "p99_ms",
+                    "errors",
+                    "requests",
+                    "ok",
+                    "bad",
+                    "status_errors",
+                    "timeouts",
+                    "connect_errors",
+                    "read_errors",
+                    "write_errors",
+                    "server_cpu",
+                    "client_cpu",
+                    "lat_max_us",
+                )
+            }
+            for r in rounds
+        ],
+    }
+
+
+def run_scenario(sc: Scenario, targets: dict[str, Target]) -> dict[str, Any]:
+    live = [k for k in sc.servers if targets[k].skipped is None]
+    entry: dict[str, Any] = {
+        "key": sc.key,
+        "title": sc.title,
+        "baseline": sc.baseline or sc.key,
+        "note": sc.note,
+        "path": sc.path or "(agent URL)",
+        "headers": sc.headers,
+        "body": sc.body,
+        "expects": sc.expects,
+        "servers": {},
+        "skipped": {k: targets[k].skipped for k in sc.servers if targets[k].skipped},
+    }
+    if not live:
+        return entry
+    console.print(f"[bold]{sc.title}[/bold]: " + ", ".join(live))
+    templates = {k: prepare_template(sc, k, targets[k]) for k in live}
+    if WARMUP > 0:
+        for k in live:
+            run_wrk(targets[k], sc, templates[k], WARMUP)
+            time.sleep(0.3)
+    rounds: dict[str, list[dict[str, Any]]] = {k: [] for k in live}
+    for r in range(ROUNDS):
+        order = live[r % len(live) :] + live[: r % len(live)]
+        for k in order:
+            if not targets[k].server.alive():
+                raise RuntimeError(f"{k} died: {targets[k].server.last_log_line()}")
+            res = run_wrk(targets[k], sc, templates[k], DURATION)
+            rounds[k].append(res)
+            console.print(
+                f"  round {r + 1}/{ROUNDS} {k:18} {res['rps']:9.0f} req/s  "
+                f"p50 {res['p50_ms']:7.2f} ms  p99 {res['p99_ms']:7.2f} ms  "
+                f"errors {res['errors']}  server CPU {res['server_cpu']:.0%}  "
+                f"wrk CPU {res['client_cpu']:.0%}"
+            )
+            time.sleep(0.3)
+    for k in live:
+        entry["servers"][k] = median_of(rounds[k])
+    return entry
+
+
+def ratios(entries: list[dict[str, Any]]) -> None:
+    by_key = {e["key"]: e for e in entries}
+    for e in entries:
+        base = by_key.get(e["baseline"], e)
+        for key, fig in e["servers"].items():
+            if not key.startswith(HUB):
+                continue
+            for other, name in ((SDK, "vs_sdk"), (CEILING, "vs_ceiling")):
+                ref = base["servers"].get(other)
+                fig[name] = fig["rps"] / ref["rps"] if ref and ref["rps"] else None
+
+
+def print_table(data: dict[str, Any]) -> None:
+    meta = data["meta"]
+    hub, sdk = meta["hub_env"], meta["sdk_env"]
+    pinning = (
+        f"servers on core {meta['server_cpu']}, wrk on core {meta['client_cpu']}"
+        if meta["pinned"]
+        else "NOT pinned"
+    )
+    s = data["settings"]
+    title = (
+        f"{meta['cores']} cores ({meta['cpu']}), Python {hub.get('python')}, "
+        f"a2a-hub {hub.get('a2a-hub')}, a2a-sdk {sdk.get('a2a-sdk')}, "
+        f"uvicorn {hub.get('uvicorn')}, starlette {hub.get('starlette')}\n"
+        f"{pinning}; wrk -t{s['threads']} -c{s['connections']}, warm-up {s['warmup_s']:g} s, "
+        f"{s['rounds']} x {s['duration_s']:g} s rounds, median"
+    )
+    table = Table(title=title, title_justify="left")
+    for col, justify in (
+        ("scenario", "left"),
+        ("server", "left"),
+        ("req/s", "right"),
+        ("p50 ms", "right"),
+        ("p99 ms", "right"),
+        ("errors", "right"),
+        ("srv CPU", "right"),
+        ("wrk CPU", "right"),
+        ("hub/SDK", "right"),
+        ("hub/ceiling", "right"),
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for e in data["scenarios"]:
+        first = True
+        for key, fig in e["servers"].items():
+            vs_sdk, vs_ceiling = fig.get("vs_sdk"), fig.get("vs_ceiling")
+            errors = str(fig["errors"])
+            table.add_row(
+                e["title"] if first else "",
+                key,
+                f"{fig['rps']:,.0f}",
+                f"{fig['p50_ms']:.2f}",
+                f"{fig['p99_ms']:.2f}",
+                f"[red]{errors}[/red]" if fig["errors"] else errors,
+                f"{fig['server_cpu']:.0%}",
+                f"{fig['client_cpu']:.0%}",
+                f"{vs_sdk:.2f}x" if vs_sdk else "",
+                f"{vs_ceiling:.0%}" if vs_ceiling else "",
+            )
+            first = False
+        for key, why in e["skipped"].items():
+            table.add_row(e["title"] if first else "", key, "skipped", "", "", "", "", "", "", "")
+            table.add_row("", f"  [yellow]{why}[/yellow]", "", "", "", "", "", "", "", "")
+            first = False
+        table.add_section()
+    console.print(table)
+    for e in data["scenarios"]:
+        if e.get("note") and e["servers"]:
+            console.print(f"  {e['title']}: ratios {e['note']}")
+        for key, fig in e["servers"].items():
+            if fig["bad_sample"]:
+                console.print(
+                    f"  [red]{e['title']} / {key}: first bad response:[/red] {fig['bad_sample']}"
+                )
+    for key, d in data.get("durability", {}).items():
+        console.print(f"  store check {key}: {d['verdict']}")
+
+
+def main() -> int:
+    if shutil.which("wrk") is None:
+        console.print("[red]wrk is not installed (make bench installs it: apt-get install wrk)")
+        return 2
+    if not SDK_PYTHON.exists():
+        console.print("[red]bench/.venv-sdk is missing (make bench creates it)")
+        return 2
+    raise_fd_limit()
+    if not PINNED:
+        console.print(
+            "[yellow]fewer than 2 cores (or BENCH_PIN=0): servers and wrk are not pinned[/yellow]"
+        )
+    scenarios = [s for s in SCENARIOS if not ONLY or s.key in ONLY]
+    wanted = {k for s in scenarios for k in s.servers}
+    tmp = Path(tempfile.mkdtemp(prefix="a2a-hub-bench-"))
+    targets = {k: t for k, t in build_targets(tmp).items() if k in wanted}
+    started: list[Target] = []
+    entries: list[dict[str, Any]] = []
+    durability: dict[str, Any] = {}
+    try:
+        for key, t in targets.items():
+            why = t.server.start()
+            if why is not None:
+                t.skipped = f"{t.store or key}: server did not start: {why}"
+                console.print(f"[yellow]{key} skipped: {why}[/yellow]")
+                continue
+            started.append(t)
+            if (t.store or "").startswith("postgres"):
+                pg_clean(t.store or "")
+            t.db_before = store_count(t) or 0
+        for sc in scenarios:
+            entries.append(run_scenario(sc, targets))
+    finally:
+        for t in started:
+            t.server.stop()
+        for key, t in targets.items():
+            if t.skipped is not None or t not in started:
+                continue
+            after = store_count(t)
+            if after is None:
+                continue
+            rows = after - t.db_before
+            in_flight = CONNECTIONS * (1 + ROUNDS)  # a run can end with its requests in flight
+            ok = t.acked <= rows <= t.acked + in_flight
+            durability[key] = {
+                "store": t.store,
+                "acknowledged": t.acked,
+                "rows_written": rows,
+                "ok": ok,
+                "verdict": (
+                    f"{rows} tasks in the store for {t.acked} acknowledged sends: "
+                    + ("every acknowledged task is there" if ok else "MISMATCH")
+                ),
+            }
+            if (t.store or "").startswith("postgres"):
+                pg_clean(t.store or "")
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    ratios(entries)
+    data = load_results()
+    sample = wrk_argv(
+        "http://127.0.0.1:PORT/a2a/echo", DURATION, "POST", "/a2a/echo", Path("BODY"), SCENARIOS[0]
+    )
+    data.update(
+        meta=machine_info(),
+        settings={
+            "duration_s": DURATION,
+            "rounds": ROUNDS,
+            "warmup_s": WARMUP,
+            "connections": CONNECTIONS,
+            "threads": THREADS,
+            "timeout_s": TIMEOUT,
+            "server_cpu": SERVER_CPU if PINNED else None,
+            "client_cpu": CLIENT_CPU if PINNED else None,
+        },
+        commands={
+            "servers": {k: show(t.server.command) for k, t in targets.items()},
+            "wrk": show(sample),
+        },
+        scenarios=entries,
+        durability=durability,
+    )
+    save_results(data)
+    print_table(data)
+    console.print("\n[bold]Commands[/bold]")
+    for k, cmd in data["commands"]["servers"].items():
+        console.print(f"  {k:18} {cmd}", soft_wrap=True)
+    console.print(f"  {'wrk':18} {data['commands']['wrk']}", soft_wrap=True)
+    console.print(
+        "  (wrk args after --: method, path, body file (@MID@ -> fresh id per request), "
+        "expected substrings, headers; bodies in bench/.work/bodies/)"
+    )
+    why = draw_chart()
+    console.print(
+        f"wrote {Path('bench/results.json')}"
+        + (f", chart failed: {why}" if why else f" and {Path('bench/results.png')}")
+    )
+    bad = any(f["errors"] for e in entries for f in e["servers"].values())
+    bad = bad or any(not d["ok"] for d in durability.values())
+    if bad:
+        console.print("[red]some requests failed or a store check did not match: see above[/red]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

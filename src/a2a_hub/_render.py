@@ -1,0 +1,178 @@
+"""Showing tasks, messages and streamed events in a terminal (rich)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+from rich.console import Console
+from rich.json import JSON
+from rich.table import Table
+
+from a2a_hub.protocol.types import (
+    AgentCard,
+    Artifact,
+    Message,
+    Part,
+    StreamResponse,
+    Task,
+    TaskState,
+)
+
+__all__ = ["EventPrinter", "print_card", "print_result", "print_tasks", "state_label", "to_json"]
+
+_STYLE = {
+    TaskState.COMPLETED: "green",
+    TaskState.FAILED: "red",
+    TaskState.REJECTED: "red",
+    TaskState.CANCELED: "yellow",
+    TaskState.INPUT_REQUIRED: "yellow",
+    TaskState.AUTH_REQUIRED: "yellow",
+}
+
+
+def state_label(state: TaskState) -> str:
+    """``TASK_STATE_INPUT_REQUIRED`` → ``input-required``."""
+    return state.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+
+def to_json(value: object) -> str:
+    """Canonical JSON of any wire value, indented."""
+    return msgspec.json.format(msgspec.json.encode(value), indent=2).decode()
+
+
+def _part_text(part: Part) -> str | None:
+    if part.text is not None:
+        return part.text
+    if part.raw is not None:
+        return f"[file {part.filename or ''} {part.media_type or ''} {len(part.raw)} bytes]"
+    if part.url is not None:
+        return f"[file {part.filename or ''} {part.url}]"
+    return None
+
+
+def print_parts(console: Console, parts: Sequence[Part], *, prefix: str = "") -> None:
+    """Text as text, files as a one-line summary, data as pretty JSON."""
+    for part in parts:
+        text = _part_text(part)
+        if text is not None:
+            console.print(f"{prefix}{text}", markup=False, highlight=False)
+        elif part.data is not msgspec.UNSET:
+            if prefix:
+                console.print(prefix.rstrip(), markup=False)
+            console.print(JSON(msgspec.json.encode(part.data).decode()))
+
+
+def print_message(console: Console, message: Message, label: str = "agent") -> None:
+    """``agent> text``."""
+    print_parts(console, message.parts, prefix=f"{label}> ")
+
+
+def print_artifact(console: Console, artifact: Artifact) -> None:
+    """An artifact with its name."""
+    console.print(f"[bold]artifact {artifact.name or artifact.artifact_id}[/bold]")
+    print_parts(console, artifact.parts, prefix="  ")
+
+
+def print_result(console: Console, result: Task | Message) -> None:
+    """A send's answer: the message, or the task's state, message and artifacts."""
+    if isinstance(result, Message):
+        print_message(console, result)
+        return
+    state = result.status.state
+    console.print(
+        f"task {result.id} [{_STYLE.get(state, 'cyan')}]{state_label(state)}[/]"
+        f"  (context {result.context_id})"
+    )
+    if result.status.message is not None:
+        print_message(console, result.status.message)
+    for artifact in result.artifacts or []:
+        print_artifact(console, artifact)
+
+
+def print_tasks(console: Console, tasks: Sequence[Task], next_token: str, total: int) -> None:
+    """A table of tasks."""
+    table = Table("task", "context", "state", "updated", "last message")
+    for task in tasks:
+        message = task.status.message
+        text = "" if message is None else " ".join(p.text or "" for p in message.parts)[:60]
+        table.add_row(
+            task.id,
+            task.context_id,
+            state_label(task.status.state),
+            task.status.timestamp or "",
+            text,
+        )
+    console.print(table)
+    console.print(
+        f"{len(tasks)} of {total} tasks" + (f"; next page: {next_token}" if next_token else "")
+    )
+
+
+def print_card(console: Console, card: AgentCard) -> None:
+    """The essentials of an agent card."""
+    console.print(f"[bold]{card.name}[/bold] {card.version}", highlight=False)
+    console.print(card.description, markup=False)
+    caps = card.capabilities
+    console.print(
+        f"streaming: {bool(caps.streaming)}  push notifications: {bool(caps.push_notifications)}"
+    )
+    table = Table("binding", "version", "url")
+    for iface in card.supported_interfaces:
+        table.add_row(iface.protocol_binding, iface.protocol_version, iface.url)
+    console.print(table)
+    for skill in card.skills:
+        console.print(f"skill [bold]{skill.name}[/bold]: {skill.description}", highlight=False)
+
+
+class EventPrinter:
+    """Prints a stream as it arrives: state changes, agent messages, artifact text inline."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._open_line = False
+        self._shown_artifacts: set[str] = set()
+
+    def _end_line(self) -> None:
+        if self._open_line:
+            self.console.print()
+            self._open_line = False
+
+    def show(self, event: StreamResponse) -> None:
+        """Print one event."""
+        c = self.console
+        if event.message is not None:
+            self._end_line()
+            print_message(c, event.message)
+        elif event.task is not None:
+            self._end_line()
+            task = event.task
+            c.print(f"[dim]task {task.id} {state_label(task.status.state)}[/dim]")
+        elif event.status_update is not None:
+            self._end_line()
+            status = event.status_update.status
+            style = _STYLE.get(status.state, "dim")
+            c.print(f"[{style}]· {state_label(status.state)}[/]")
+            if status.message is not None:
+                label = "agent asks" if status.state.interrupted else "agent"
+                print_message(c, status.message, label)
+        elif event.artifact_update is not None:
+            update = event.artifact_update
+            art = update.artifact
+            if art.artifact_id not in self._shown_artifacts:
+                self._end_line()
+                self._shown_artifacts.add(art.artifact_id)
+                c.print(f"[bold]artifact {art.name or art.artifact_id}[/bold]")
+            for part in art.parts:
+                if part.text is not None:
+                    c.print(part.text, end="", markup=False, highlight=False)
+                    self._open_line = True
+                else:
+                    self._end_line()
+                    print_parts(c, [part], prefix="  ")
+            if update.last_chunk:
+                self._end_line()
+
+    def finish(self) -> None:
+        """Close an open line."""
+        self._end_line()

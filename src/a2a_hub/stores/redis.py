@@ -1,0 +1,790 @@
+"""Redis store (``redis://…``, ``rediss://…``): redis-py asyncio, hiredis parser.
+
+URL::
+
+    redis://[user:password@]host:6379/0?prefix=a2a&task_ttl=3600&history_ttl=86400&push_ttl=3600
+
+The query options are all optional; any other query option goes to redis-py
+(``socket_timeout=2``, ``protocol=3`` …).  ``rediss://`` is the same over TLS.
+Needs Redis 6.2 or later (``ZRANGE … BYSCORE REV``, exclusive ``XRANGE``).
+
+``prefix`` (default ``a2a``)
+    Every key of the store starts with ``{prefix}:``, so several hubs (or test
+    runs) share one database without seeing each other.  It may not contain
+    ``{`` or ``}``.
+``task_ttl`` (default 3600 s)
+    An *ended* task (completed, failed, canceled, rejected) disappears — its
+    snapshot, and its entries in the listing indexes — this many seconds after
+    it first reached a terminal state.  Submitted, working and interrupted
+    (input/auth required) tasks never expire.
+``history_ttl`` (default 86400 s)
+    The task's event log (its history) expires this long after the task ended.
+    It may not be shorter than ``task_ttl``: the snapshot is the fold of the
+    log, so a task whose log is gone could not be replayed from a sequence
+    number.  Once the snapshot has expired the remaining log is still readable
+    through :meth:`~RedisStore.read_events` / :meth:`~RedisStore.last_seq`;
+    saving a task under the same id again starts a new, empty log.
+``push_ttl`` (default 3600 s)
+    The task's push notification configs expire this long after it ended
+    (at most ``task_ttl``: configs never outlive their task).
+
+A TTL of ``0`` means "keep forever"; all three are seconds (fractions allowed)
+counted from the same moment, the Redis server's clock when the task ended.
+
+Keys (all built by :class:`RedisKeys`; ``{A}`` is the escaped agent id, and the
+``{…}`` braces make it a Redis Cluster hash tag, so everything one script
+touches lives in one slot):
+
+=================================  ==================================================
+``P:{A}:task:<task_id>``           hash: ``d`` snapshot (msgspec JSON), ``seq`` last
+                                   event seq, ``ctx``, ``state``, ``upd`` updated_at,
+                                   ``end`` ended-at (server ms, ended tasks only)
+``P:{A}:events:<task_id>``         stream: entry ``0-<seq>``, field ``d`` = the event
+``P:{A}:push:<task_id>``           hash: ``c:<config_id>`` = ``"<order> <json>"``,
+                                   ``#`` = the creation-order counter
+``P:{A}:tasks``                    zset of task ids, score updated_at (newest first)
+``P:{A}:ctx:<context_id>``         the same, per context
+``P:{A}:state:<state>``            the same, per state
+``P:{A}:expiring``                 zset of ended task ids, score = expiry (server ms)
+``P:{A}:ended``                    hash: ended task id -> ``"<state>\\n<context>"``,
+                                   what is needed to unindex it once its hash expired
+``P:{A}:tmp:<uuid>``               scratch intersection inside one list script
+=================================  ==================================================
+
+Writes go through Lua scripts (loaded once by :meth:`RedisStore.open`, run with
+``EVALSHA``), so each is atomic and one round trip: ``save_task`` checks that the
+events continue the log, writes the snapshot, ``XADD``\\ s the events, moves the
+index entries and sets or clears the TTLs.  Index entries of expired tasks are
+removed lazily: every save sweeps a few due members of ``expiring``, every list
+sweeps up to a thousand, and a listed member whose task hash is gone is dropped
+on sight — the indexes never grow beyond the live tasks.
+
+Errors: a server that cannot be reached raises
+:class:`~a2a_hub.protocol.errors.StoreUnavailableError` (naming the URL without
+its password); a missing ``redis`` package raises :class:`ImportError` naming
+``pip install 'a2a-hub[redis]'``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import uuid
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import msgspec
+
+try:
+    import redis.asyncio as aioredis
+    from redis import exceptions as redis_exc
+    from redis.backoff import ExponentialWithJitterBackoff
+    from redis.retry import Retry
+except ImportError as _exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "The Redis store needs the redis package: pip install 'a2a-hub[redis]'"
+    ) from _exc
+
+from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
+from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig
+from a2a_hub.stores.base import (
+    Store,
+    TaskEvent,
+    TaskPage,
+    TaskQuery,
+    decode_page_token,
+    encode_page_token,
+    now,
+)
+
+__all__ = ["RedisKeys", "RedisOptions", "RedisStore"]
+
+REDIS_HINT = "pip install 'a2a-hub[redis]'"
+MIN_REDIS_VERSION = (6, 2)
+DEFAULT_PREFIX = "a2a"
+DEFAULT_TASK_TTL = 3600.0
+DEFAULT_HISTORY_TTL = 86400.0
+DEFAULT_PUSH_TTL = 3600.0
+
+_SAVE_SWEEP = 16  # due index entries removed by each save
+_LIST_SWEEP = 1000  # ... and by each list
+
+_enc = msgspec.json.Encoder()
+_task_dec = msgspec.json.Decoder(Task)
+_event_dec = msgspec.json.Decoder(StreamResponse)
+_push_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
+
+
+# --- options and key names -------------------------------------------------------------
+
+
+def _ttl(name: str, raw: str | None, default: float) -> float:
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"Redis store option {name}={raw!r} must be seconds >= 0 (0 = forever)")
+    return value
+
+
+@dataclass(frozen=True)
+class RedisOptions:
+    """A parsed store URL: the store's own options and what redis-py connects to."""
+
+    connect_url: str  # the URL without the store options, for redis-py
+    safe_url: str  # the URL for messages: no password
+    prefix: str = DEFAULT_PREFIX
+    task_ttl: float = DEFAULT_TASK_TTL  # seconds; 0 = forever
+    history_ttl: float = DEFAULT_HISTORY_TTL
+    push_ttl: float = DEFAULT_PUSH_TTL
+
+    OWN = ("prefix", "task_ttl", "history_ttl", "push_ttl")
+
+    @classmethod
+    def from_url(cls, url: str) -> RedisOptions:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme not in ("redis", "rediss"):
+            raise ValueError(
+                f"RedisStore serves redis://host:port/db and rediss://… URLs, not {scheme}://…"
+            )
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        own = {k: v for k, v in query if k in cls.OWN}
+        rest = [(k, v) for k, v in query if k not in cls.OWN]
+        connect_url = urlunsplit((scheme, parts.netloc, parts.path, urlencode(rest), ""))
+
+        userinfo, at, hostinfo = parts.netloc.rpartition("@")
+        if at and ":" in userinfo:
+            userinfo = userinfo.partition(":")[0] + ":***"
+        shown_query = urlencode([(k, "***" if k == "password" else v) for k, v in query])
+        safe_url = urlunsplit((scheme, f"{userinfo}{at}{hostinfo}", parts.path, shown_query, ""))
+
+        prefix = own.get("prefix", DEFAULT_PREFIX)
+        if not prefix or "{" in prefix or "}" in prefix:
+            raise ValueError(
+                f"Redis store option prefix={prefix!r} must be non-empty, without '{{' or '}}'"
+            )
+        task_ttl = _ttl("task_ttl", own.get("task_ttl"), DEFAULT_TASK_TTL)
+        history_ttl = _ttl("history_ttl", own.get("history_ttl"), DEFAULT_HISTORY_TTL)
+        push_ttl = _ttl("push_ttl", own.get("push_ttl"), DEFAULT_PUSH_TTL)
+        if history_ttl and (not task_ttl or history_ttl < task_ttl):
+            raise ValueError(
+                f"Redis store option history_ttl={history_ttl:g} is shorter than task_ttl="
+                f"{task_ttl:g} (0 = forever): a task's log must live at least as long as the "
+                "task; raise history_ttl or set it to 0"
+            )
+        if task_ttl and (not push_ttl or push_ttl > task_ttl):
+            raise ValueError(
+                f"Redis store option push_ttl={push_ttl:g} is longer than task_ttl={task_ttl:g} "
+                "(0 = forever): push configs may not outlive their task; lower push_ttl"
+            )
+        return cls(connect_url, safe_url, prefix, task_ttl, history_ttl, push_ttl)
+
+
+def _escape_agent(agent_id: str) -> str:
+    # Injective, and free of braces: the agent id is the Cluster hash tag of its keys.
+    return agent_id.replace("%", "%25").replace("{", "%7B").replace("}", "%7D")
+
+
+class RedisKeys:
+    """Every key name of one agent's data: the one place they are built.
+
+    The per-task and per-context/state names are ``<kind prefix><raw id>``; the
+    Lua scripts build them the same way from the prefixes passed to them.  The
+    raw id is the last part of the name and every kind prefix ends in ``:``
+    after a fixed word, so distinct ids never share a key.
+    """
+
+    __slots__ = (
+        "context_prefix",
+        "ended",
+        "events_prefix",
+        "expiring",
+        "push_prefix",
+        "state_prefix",
+        "task_prefix",
+        "tasks",
+        "tmp_prefix",
+    )
+
+    def __init__(self, prefix: str, agent_id: str) -> None:
+        base = f"{prefix}:{{{_escape_agent(agent_id)}}}:"
+        self.tasks = base + "tasks"
+        self.expiring = base + "expiring"
+        self.ended = base + "ended"
+        self.task_prefix = base + "task:"
+        self.events_prefix = base + "events:"
+        self.push_prefix = base + "push:"
+        self.context_prefix = base + "ctx:"
+        self.state_prefix = base + "state:"
+        self.tmp_prefix = base + "tmp:"
+
+    def task(self, task_id: str) -> str:
+        return self.task_prefix + task_id
+
+    def events(self, task_id: str) -> str:
+        return self.events_prefix + task_id
+
+    def push(self, task_id: str) -> str:
+        return self.push_prefix + task_id
+
+    def context(self, context_id: str) -> str:
+        return self.context_prefix + context_id
+
+    def state(self, state: str) -> str:
+        return self.state_prefix + state
+
+    def scratch(self) -> str:
+        return self.tmp_prefix + uuid.uuid4().hex
+
+
+@functools.lru_cache(maxsize=4096)
+def _keys(prefix: str, agent_id: str) -> RedisKeys:
+    return RedisKeys(prefix, agent_id)
+
+
+# --- Lua -------------------------------------------------------------------------------
+
+# Helpers shared by the scripts.  ``forget`` removes a task id from every index,
+# using what ``ended`` recorded about it (its state and context), since the task
+# hash itself may already have expired.
+_LUA_COMMON = """
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function forget(id, all, expiring, ended, ctx_prefix, state_prefix)
+  local info = redis.call('HGET', ended, id)
+  if info then
+    local nl = string.find(info, '\\n', 1, true)
+    redis.call('ZREM', state_prefix .. string.sub(info, 1, nl - 1), id)
+    redis.call('ZREM', ctx_prefix .. string.sub(info, nl + 1), id)
+    redis.call('HDEL', ended, id)
+  end
+  redis.call('ZREM', all, id)
+  redis.call('ZREM', expiring, id)
+end
+local function sweep(limit, all, expiring, ended, ctx_prefix, state_prefix)
+  local due = redis.call('ZRANGEBYSCORE', expiring, '-inf', now_ms(), 'LIMIT', 0, limit)
+  for _, id in ipairs(due) do
+    forget(id, all, expiring, ended, ctx_prefix, state_prefix)
+  end
+end
+"""
+
+# KEYS: task, events, push, tasks index, context index, state index, expiring, ended
+# ARGV: task id, snapshot, context id, state, updated_at, terminal (1/0),
+#       task/history/push TTL (ms, 0 = forever), context prefix, state prefix,
+#       seq of the first event (0: none), event payloads...
+# Returns {1, last seq} or, when the events do not continue the log, {0, stored last seq}.
+_SAVE = """
+local task, stream, push, all = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local ctx_index, state_index, expiring, ended = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local id, data, ctx, state, updated = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local task_ttl, history_ttl, push_ttl = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local ctx_prefix, state_prefix = ARGV[10], ARGV[11]
+local first, count = tonumber(ARGV[12]), #ARGV - 12
+
+sweep(SWEEP_LIMIT, all, expiring, ended, ctx_prefix, state_prefix)
+local cur = redis.call('HMGET', task, 'seq', 'ctx', 'state', 'upd', 'end')
+local last = tonumber(cur[1] or '0')
+if count > 0 and first ~= last + 1 then
+  return {0, last}
+end
+if not cur[1] then
+  -- a new task, or the id of an expired one: drop whatever is left of that one
+  forget(id, all, expiring, ended, ctx_prefix, state_prefix)
+  redis.call('DEL', stream, push)
+else
+  if cur[2] ~= ctx then redis.call('ZREM', ctx_prefix .. cur[2], id) end
+  if cur[3] ~= state then redis.call('ZREM', state_prefix .. cur[3], id) end
+  -- updated_at never goes back, even if a client clock does
+  if tonumber(cur[4]) > tonumber(updated) then updated = cur[4] end
+end
+for i = 1, count do
+  redis.call('XADD', stream, string.format('0-%d', first + i - 1), 'd', ARGV[12 + i])
+end
+if count > 0 then last = first + count - 1 end
+redis.call('HSET', task, 'd', data, 'seq', last, 'ctx', ctx, 'state', state, 'upd', updated)
+redis.call('ZADD', all, updated, id)
+redis.call('ZADD', ctx_index, updated, id)
+redis.call('ZADD', state_index, updated, id)
+if ARGV[6] == '1' then
+  local ended_at = tonumber(cur[5] or '0')
+  if not cur[5] then
+    ended_at = now_ms()
+    redis.call('HSET', task, 'end', ended_at)
+  end
+  if task_ttl > 0 then
+    redis.call('PEXPIREAT', task, ended_at + task_ttl)
+    redis.call('ZADD', expiring, ended_at + task_ttl, id)
+    redis.call('HSET', ended, id, state .. '\\n' .. ctx)
+  end
+  if history_ttl > 0 then redis.call('PEXPIREAT', stream, ended_at + history_ttl) end
+  if push_ttl > 0 then redis.call('PEXPIREAT', push, ended_at + push_ttl) end
+elseif cur[5] then
+  -- no longer ended: keep it forever again
+  redis.call('HDEL', task, 'end')
+  redis.call('PERSIST', task)
+  redis.call('PERSIST', stream)
+  redis.call('PERSIST', push)
+  redis.call('ZREM', expiring, id)
+  redis.call('HDEL', ended, id)
+end
+return {1, last}
+""".replace("SWEEP_LIMIT", str(_SAVE_SWEEP))
+
+# KEYS: tasks index, expiring, ended, source index, second index (= source: none), scratch
+# ARGV: context prefix, state prefix, task prefix, lowest score ('-inf'), cursor score
+#       ('' on the first page), '1' to read the ties of the cursor score, limit
+# Returns {total, ties, tie id, tie data, ..., id, score, data, ...}: the members
+# with exactly the cursor score (the caller keeps those whose id is below the
+# cursor's), then at most ``limit`` members below the cursor score, newest first.
+_LIST = """
+local all, expiring, ended, src = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local ctx_prefix, state_prefix, task_prefix = ARGV[1], ARGV[2], ARGV[3]
+local lo, cursor, limit = ARGV[4], ARGV[5], tonumber(ARGV[7])
+
+sweep(SWEEP_LIMIT, all, expiring, ended, ctx_prefix, state_prefix)
+if KEYS[5] ~= src then
+  redis.call('ZINTERSTORE', KEYS[6], 2, src, KEYS[5], 'AGGREGATE', 'MAX')
+  src = KEYS[6]
+end
+local total = redis.call('ZCOUNT', src, lo, '+inf')
+local out = {0, 0}
+local function fetch(id)
+  local d = redis.call('HGET', task_prefix .. id, 'd')
+  if not d then  -- expired before the sweep got to it
+    forget(id, all, expiring, ended, ctx_prefix, state_prefix)
+    redis.call('ZREM', src, id)
+    total = total - 1
+  end
+  return d
+end
+local ties = 0
+if ARGV[6] == '1' then
+  for _, id in ipairs(redis.call('ZRANGE', src, cursor, cursor, 'BYSCORE')) do
+    local d = fetch(id)
+    if d then
+      out[#out + 1] = id
+      out[#out + 1] = d
+      ties = ties + 1
+    end
+  end
+end
+local hi = '+inf'
+if cursor ~= '' then hi = '(' .. cursor end
+local kept = 0
+while kept < limit do
+  local batch = redis.call(
+    'ZRANGE', src, hi, lo, 'BYSCORE', 'REV', 'LIMIT', kept, limit - kept, 'WITHSCORES')
+  if #batch == 0 then break end
+  for i = 1, #batch, 2 do
+    local d = fetch(batch[i])
+    if d then
+      out[#out + 1] = batch[i]
+      out[#out + 1] = batch[i + 1]
+      out[#out + 1] = d
+      kept = kept + 1
+    end
+  end
+end
+if src ~= KEYS[4] then redis.call('DEL', src) end
+out[1] = total
+out[2] = ties
+return out
+""".replace("SWEEP_LIMIT", str(_LIST_SWEEP))
+
+# KEYS: task, events, push, tasks index, expiring, ended
+# ARGV: task id, context prefix, state prefix.  Returns 1 if the task existed.
+_DELETE = """
+local cur = redis.call('HMGET', KEYS[1], 'ctx', 'state')
+if cur[1] then redis.call('ZREM', ARGV[2] .. cur[1], ARGV[1]) end
+if cur[2] then redis.call('ZREM', ARGV[3] .. cur[2], ARGV[1]) end
+forget(ARGV[1], KEYS[4], KEYS[5], KEYS[6], ARGV[2], ARGV[3])
+local existed = redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[2], KEYS[3])
+return existed
+"""
+
+# KEYS: task, push.  ARGV: field ('c:<config id>'), config, push TTL (ms, 0 = forever).
+# Returns 0 if the task does not exist.
+_SET_PUSH = """
+local cur = redis.call('HMGET', KEYS[1], 'seq', 'end')
+if not cur[1] then return 0 end
+local old = redis.call('HGET', KEYS[2], ARGV[1])
+local order
+if old then
+  order = string.sub(old, 1, string.find(old, ' ', 1, true) - 1)
+else
+  order = tostring(redis.call('HINCRBY', KEYS[2], '#', 1))
+end
+redis.call('HSET', KEYS[2], ARGV[1], order .. ' ' .. ARGV[2])
+local ttl = tonumber(ARGV[3])
+if cur[2] and ttl > 0 then redis.call('PEXPIREAT', KEYS[2], tonumber(cur[2]) + ttl) end
+return 1
+"""
+
+# KEYS: task, events.  The task's last seq; from the log once the snapshot expired.
+_LAST_SEQ = """
+local seq = redis.call('HGET', KEYS[1], 'seq')
+if seq then return tonumber(seq) end
+local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+if #top == 0 then return 0 end
+local id = top[1][1]
+return tonumber(string.sub(id, string.find(id, '-', 1, true) + 1))
+"""
+
+
+class _Script:
+    """A Lua script run by ``EVALSHA``, loaded again if the server forgot it."""
+
+    def __init__(self, body: str) -> None:
+        self.source = _LUA_COMMON + body
+        self.sha = hashlib.sha1(self.source.encode()).hexdigest()
+
+    async def __call__(
+        self, client: aioredis.Redis, keys: Sequence[str], args: Sequence[str | bytes | int]
+    ) -> Any:
+        try:
+            return await client.evalsha(self.sha, len(keys), *keys, *args)
+        except redis_exc.NoScriptError:  # a restarted or failed-over server
+            await client.script_load(self.source)
+            return await client.evalsha(self.sha, len(keys), *keys, *args)
+
+
+_SAVE_SCRIPT = _Script(_SAVE)
+_LIST_SCRIPT = _Script(_LIST)
+_DELETE_SCRIPT = _Script(_DELETE)
+_SET_PUSH_SCRIPT = _Script(_SET_PUSH)
+_LAST_SEQ_SCRIPT = _Script(_LAST_SEQ)
+_SCRIPTS = (_SAVE_SCRIPT, _LIST_SCRIPT, _DELETE_SCRIPT, _SET_PUSH_SCRIPT, _LAST_SEQ_SCRIPT)
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+_UNREACHABLE = (
+    redis_exc.ConnectionError,  # includes auth, busy-loading, max-connections
+    redis_exc.TimeoutError,
+    redis_exc.ReadOnlyError,  # a replica after a failover
+    OSError,  # includes the builtin TimeoutError
+)
+_S = TypeVar("_S", bound="RedisStore")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _guarded(
+    method: Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]],
+) -> Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]]:
+    """Turn "cannot reach Redis" failures into :class:`StoreUnavailableError`."""
+
+    @functools.wraps(method)
+    async def wrapper(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return await method(self, *args, **kwargs)
+        except _UNREACHABLE as exc:
+            raise self._unavailable(exc) from exc
+
+    return wrapper
+
+
+def _check_events(events: Sequence[TaskEvent]) -> None:
+    first = events[0].seq
+    if first < 1:
+        raise ValueError(f"event seq {first} is not positive; sequence numbers start at 1")
+    for offset, ev in enumerate(events):
+        if ev.seq != first + offset:
+            raise ValueError(f"event seq {ev.seq} does not follow {first + offset - 1}")
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _split_push(value: bytes) -> tuple[int, bytes]:
+    order, _, data = value.partition(b" ")
+    return int(order), data
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".")[:2] if p.isdigit())
+
+
+# --- the store -------------------------------------------------------------------------
+
+
+class RedisStore(Store):
+    """Tasks, event logs (Streams) and push configs in Redis, with TTLs.
+
+    ``RedisStore("redis://localhost:6379/0?prefix=hub")``; await :meth:`open`
+    before use and :meth:`close` after.  ``client_options`` go to
+    :meth:`redis.asyncio.Redis.from_url` (query options of the URL win).
+    """
+
+    def __init__(self, url: str, **client_options: Any) -> None:
+        self.url = url
+        self.options = RedisOptions.from_url(url)
+        self.prefix = self.options.prefix
+        self._task_ttl = str(_ms(self.options.task_ttl))
+        self._history_ttl = str(_ms(self.options.history_ttl))
+        self._push_ttl = str(_ms(self.options.push_ttl))
+        self._client_options: dict[str, Any] = {
+            "protocol": 2,
+            "socket_connect_timeout": 5.0,
+            # Few quick retries: a save whose reply was lost and that is sent again
+            # is refused as a duplicate (ValueError), like any other replay.
+            "retry": Retry(ExponentialWithJitterBackoff(cap=0.2, base=0.01), 2),
+            **client_options,
+        }
+        self._client: aioredis.Redis | None = None
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self.options.safe_url!r})"
+
+    def _unavailable(self, exc: BaseException) -> StoreUnavailableError:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        reason = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+        return StoreUnavailableError(
+            f"Task store {self.options.safe_url} is unavailable ({reason})"
+        )
+
+    @property
+    def client(self) -> aioredis.Redis:
+        """The redis-py client; only valid between :meth:`open` and :meth:`close`."""
+        if self._client is None:
+            raise RuntimeError(f"{self!r} is not open; await store.open() first")
+        return self._client
+
+    def keys(self, agent_id: str) -> RedisKeys:
+        """The key names of one agent's data."""
+        return _keys(self.prefix, agent_id)
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    @_guarded
+    async def open(self) -> None:
+        if self._client is not None:
+            return
+        client = aioredis.Redis.from_url(self.options.connect_url, **self._client_options)
+        try:
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.info("server")
+                for script in _SCRIPTS:
+                    pipe.script_load(script.source)
+                info, *_ = await pipe.execute()
+            version = str(info.get("redis_version", "0"))
+            if _version(version) < MIN_REDIS_VERSION:
+                raise RuntimeError(
+                    f"Task store {self.options.safe_url} runs Redis {version}; the Redis store "
+                    f"needs {'.'.join(map(str, MIN_REDIS_VERSION))} or later"
+                )
+        except BaseException:
+            await client.aclose()
+            raise
+        self._client = client
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    @_guarded
+    async def purge(self) -> int:
+        """Delete every key under this store's prefix (all agents); the number deleted."""
+        pattern = "".join("\\" + c if c in "*?[]\\" else c for c in self.prefix) + ":*"
+        deleted = 0
+        batch: list[bytes] = []
+        async for key in self.client.scan_iter(match=pattern, count=500):
+            batch.append(key)
+            if len(batch) >= 500:
+                deleted += await self.client.unlink(*batch)
+                batch.clear()
+        if batch:
+            deleted += await self.client.unlink(*batch)
+        return deleted
+
+    # --- tasks -------------------------------------------------------------------------
+
+    @_guarded
+    async def get_task(self, agent_id: str, task_id: str) -> Task | None:
+        data = await self.client.hget(self.keys(agent_id).task(task_id), "d")
+        return None if data is None else _task_dec.decode(data)
+
+    @_guarded
+    async def get_task_at(self, agent_id: str, task_id: str) -> tuple[Task, int] | None:
+        data, seq = await self.client.hmget(self.keys(agent_id).task(task_id), ["d", "seq"])
+        return None if data is None else (_task_dec.decode(data), int(cast(bytes, seq)))
+
+    @_guarded
+    async def save_task(self, agent_id: str, task: Task, events: Sequence[TaskEvent] = ()) -> None:
+        if events:
+            _check_events(events)
+        k = self.keys(agent_id)
+        state = task.status.state
+        keys = (
+            k.task(task.id),
+            k.events(task.id),
+            k.push(task.id),
+            k.tasks,
+            k.context(task.context_id),
+            k.state(state.value),
+            k.expiring,
+            k.ended,
+        )
+        args: list[str | bytes | int] = [
+            task.id,
+            _enc.encode(task),
+            task.context_id,
+            state.value,
+            repr(now()),
+            "1" if state.terminal else "0",
+            self._task_ttl,
+            self._history_ttl,
+            self._push_ttl,
+            k.context_prefix,
+            k.state_prefix,
+            events[0].seq if events else 0,
+        ]
+        args.extend(_enc.encode(e.event) for e in events)
+        ok, stored = await _SAVE_SCRIPT(self.client, keys, args)
+        if not ok:
+            raise ValueError(
+                f"event seq {events[0].seq} does not follow the last stored seq {stored} "
+                f"of task {task.id}"
+            )
+
+    @_guarded
+    async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
+        cursor = decode_page_token(query.page_token) if query.page_token else None
+        k = self.keys(agent_id)
+        source, second = k.tasks, k.tasks
+        if query.context_id is not None:
+            source = second = k.context(query.context_id)
+        if query.state is not None:
+            second = k.state(query.state.value)
+            if query.context_id is None:
+                source = second
+        lowest = "-inf" if query.updated_after is None else repr(float(query.updated_after))
+        ties = cursor is not None and (
+            query.updated_after is None or cursor[0] >= query.updated_after
+        )
+        size = max(query.page_size, 0)
+        reply = await _LIST_SCRIPT(
+            self.client,
+            (k.tasks, k.expiring, k.ended, source, second, k.scratch()),
+            (
+                k.context_prefix,
+                k.state_prefix,
+                k.task_prefix,
+                lowest,
+                "" if cursor is None else repr(cursor[0]),
+                "1" if ties else "0",
+                size + 1,  # one more tells whether there is a next page
+            ),
+        )
+        total, n_ties = int(reply[0]), int(reply[1])
+        rows: list[tuple[float, str, bytes]] = []
+        if cursor is not None and n_ties:
+            at, after_id = cursor
+            for i in range(2, 2 + 2 * n_ties, 2):
+                task_id = _text(reply[i])
+                if task_id < after_id:  # equal updated_at: task_id descending
+                    rows.append((at, task_id, reply[i + 1]))
+            rows.sort(key=lambda r: r[1], reverse=True)
+        rest = reply[2 + 2 * n_ties :]
+        rows.extend(
+            (float(rest[i + 1]), _text(rest[i]), rest[i + 2]) for i in range(0, len(rest), 3)
+        )
+        more = len(rows) > size
+        page = rows[:size]
+        token = encode_page_token(page[-1][0], page[-1][1]) if page and more else ""
+        return TaskPage(
+            tasks=[_task_dec.decode(r[2]) for r in page],
+            next_page_token=token,
+            total_size=max(total, len(page)),
+        )
+
+    @_guarded
+    async def delete_task(self, agent_id: str, task_id: str) -> bool:
+        k = self.keys(agent_id)
+        existed = await _DELETE_SCRIPT(
+            self.client,
+            (k.task(task_id), k.events(task_id), k.push(task_id), k.tasks, k.expiring, k.ended),
+            (task_id, k.context_prefix, k.state_prefix),
+        )
+        return bool(existed)
+
+    # --- events ------------------------------------------------------------------------
+
+    @_guarded
+    async def read_events(
+        self, agent_id: str, task_id: str, after: int = 0, limit: int | None = None
+    ) -> list[TaskEvent]:
+        if limit is not None and limit <= 0:
+            return []
+        entries = cast(
+            list[tuple[bytes, dict[bytes, bytes]]],
+            await self.client.xrange(
+                self.keys(agent_id).events(task_id),
+                min=f"(0-{max(after, 0)}",
+                max="+",
+                count=limit,
+            ),
+        )
+        return [
+            TaskEvent(seq=int(entry_id.rpartition(b"-")[2]), event=_event_dec.decode(fields[b"d"]))
+            for entry_id, fields in entries
+        ]
+
+    @_guarded
+    async def last_seq(self, agent_id: str, task_id: str) -> int:
+        k = self.keys(agent_id)
+        return int(await _LAST_SEQ_SCRIPT(self.client, (k.task(task_id), k.events(task_id)), ()))
+
+    # --- push configs ------------------------------------------------------------------
+
+    @_guarded
+    async def set_push_config(
+        self, agent_id: str, task_id: str, config: TaskPushNotificationConfig
+    ) -> None:
+        k = self.keys(agent_id)
+        found = await _SET_PUSH_SCRIPT(
+            self.client,
+            (k.task(task_id), k.push(task_id)),
+            ("c:" + (config.id or task_id), _enc.encode(config), self._push_ttl),
+        )
+        if not found:
+            raise TaskNotFoundError(f"Task {task_id} not found")
+
+    @_guarded
+    async def get_push_config(
+        self, agent_id: str, task_id: str, config_id: str
+    ) -> TaskPushNotificationConfig | None:
+        value = await self.client.hget(self.keys(agent_id).push(task_id), "c:" + config_id)
+        return None if value is None else _push_dec.decode(_split_push(cast(bytes, value))[1])
+
+    @_guarded
+    async def list_push_configs(
+        self, agent_id: str, task_id: str
+    ) -> list[TaskPushNotificationConfig]:
+        fields = cast(
+            dict[bytes, bytes], await self.client.hgetall(self.keys(agent_id).push(task_id))
+        )
+        configs = sorted(_split_push(v) for f, v in fields.items() if f.startswith(b"c:"))
+        return [_push_dec.decode(data) for _, data in configs]
+
+    @_guarded
+    async def delete_push_config(self, agent_id: str, task_id: str, config_id: str) -> bool:
+        removed = await self.client.hdel(self.keys(agent_id).push(task_id), "c:" + config_id)
+        return bool(removed)

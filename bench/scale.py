@@ -19,6 +19,7 @@ snapshot) has arrived.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -58,12 +59,26 @@ OPEN_PARALLEL = env_int("BENCH_SCALE_OPEN_PARALLEL", 200)
 MARK = b"bench-ts="
 
 
+class Tally:
+    """Delivery delays of all subscribers; ``done`` is set once ``goal`` of them are in."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+        self.goal = 0
+        self.done = asyncio.Event()
+
+    def add(self, delay: float) -> None:
+        self.delays.append(delay)
+        if len(self.delays) >= self.goal:
+            self.done.set()
+
+
 class Sub(asyncio.Protocol):
     """One SSE subscription on a raw socket; records when each timestamped event arrives."""
 
-    def __init__(self, request: bytes, delays: list[float]) -> None:
+    def __init__(self, request: bytes, tally: Tally) -> None:
         self.request = request
-        self.delays = delays
+        self.tally = tally
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.transport: asyncio.Transport | None = None
         self.pending = b""
@@ -99,8 +114,8 @@ class Sub(asyncio.Protocol):
                 stop = start
                 while stop < len(event) and event[stop] in b"0123456789.":
                     stop += 1
-                self.delays.append(now - float(event[start:stop]))
                 self.ticks += 1
+                self.tally.add(now - float(event[start:stop]))
 
     def _fail(self, why: str) -> None:
         if not self.ready.done():
@@ -173,7 +188,7 @@ def subscribe_request(task_id: str) -> bytes:
 
 
 async def open_subs(
-    port: int, task_ids: list[str], count: int, delays: list[float]
+    port: int, task_ids: list[str], count: int, tally: Tally
 ) -> tuple[list[Sub], int]:
     """Open ``count`` subscriptions round-robin over ``task_ids``; (open ones, failures)."""
     loop = asyncio.get_running_loop()
@@ -188,7 +203,7 @@ async def open_subs(
             request = subscribe_request(task_ids[i % len(task_ids)])
             try:
                 _, sub = await loop.create_connection(
-                    lambda: Sub(request, delays), "127.0.0.1", port
+                    lambda: Sub(request, tally), "127.0.0.1", port
                 )
                 await asyncio.wait_for(sub.ready, 30)
                 subs.append(sub)
@@ -240,13 +255,13 @@ async def idle_part(count: int) -> dict[str, Any]:
     try:
         task_ids = [await new_waiting_task(server.port) for _ in range(TASKS)]
         # Warm-up: the code paths of a subscription are loaded before the baseline.
-        warm, _ = await open_subs(server.port, task_ids, min(200, count), [])
+        warm, _ = await open_subs(server.port, task_ids, min(200, count), Tally())
         for s in warm:
             s.close()
         await asyncio.sleep(2)
         rss_before = proc_rss_kib(server.pid)
         t0 = time.monotonic()
-        subs, failures = await open_subs(server.port, task_ids, count, [])
+        subs, failures = await open_subs(server.port, task_ids, count, Tally())
         open_s = time.monotonic() - t0
         await asyncio.sleep(3)
         rss_after = proc_rss_kib(server.pid)
@@ -281,17 +296,19 @@ async def fanout_part(count: int, rounds: int) -> dict[str, Any]:
         raise RuntimeError(f"scale server did not start: {why}")
     try:
         task_id = await new_waiting_task(server.port)
-        delays: list[float] = []
-        subs, failures = await open_subs(server.port, [task_id], count, delays)
+        tally = Tally()
+        subs, failures = await open_subs(server.port, [task_id], count, tally)
+        delays = tally.delays
         await asyncio.sleep(1)
         to_last: list[float] = []
         missed = 0
         for r in range(1, rounds + 1):
             before = len(delays)
+            tally.goal = before + len(subs)
+            tally.done.clear()
             await trigger(server.port, task_id, "fire")
-            deadline = time.monotonic() + 10
-            while min(s.ticks for s in subs) < r and time.monotonic() < deadline:
-                await asyncio.sleep(0.005)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(tally.done.wait(), 10)
             got = delays[before:]
             missed += len(subs) - len(got)
             if got:

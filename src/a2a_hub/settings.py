@@ -51,6 +51,10 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     log_level: str = "info"
     #: Seconds of silence after which an SSE stream gets a keep-alive comment.
     sse_heartbeat: float = 15.0
+    #: Seconds after which the task of an instance that died is failed by the others.
+    orphan_timeout: float = 30.0
+    #: Worker processes (needs a shared store: redis:// or postgresql://).
+    workers: int = 1
 
 
 _ENV_FIELDS = {
@@ -62,6 +66,8 @@ _ENV_FIELDS = {
     "public_url": str,
     "log_level": str,
     "sse_heartbeat": float,
+    "orphan_timeout": float,
+    "workers": int,
 }
 
 
@@ -144,6 +150,15 @@ def _check(settings: Settings) -> None:
         raise SettingsError(
             f"default agent {settings.default_agent!r} is not one of the agents: "
             f"{', '.join(sorted(seen)) or 'none'}"
+        )
+    if settings.orphan_timeout < 1:
+        raise SettingsError("orphan_timeout must be at least 1 second")
+    if settings.workers < 1:
+        raise SettingsError("workers must be at least 1")
+    if settings.workers > 1 and not settings.store.startswith(("redis", "postgres")):
+        raise SettingsError(
+            f"--workers {settings.workers} needs a store the workers can share and signal "
+            f"through: redis://… or postgresql://… (the store is {settings.store.split('?')[0]})"
         )
     if settings.sse_heartbeat <= 0:
         raise SettingsError("sse_heartbeat must be a positive number of seconds")

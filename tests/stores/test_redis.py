@@ -8,6 +8,8 @@ These tests need a Redis server (``A2A_HUB_TEST_REDIS_URL``, default
 from __future__ import annotations
 
 import asyncio
+import re
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -20,7 +22,7 @@ from .conftest import IN_CI, redis_test_url
 from .test_contract import make_task, push_config, snapshot_event, status_event, with_state
 
 try:
-    from a2a_hub.stores.redis import RedisOptions, RedisStore
+    from a2a_hub.stores.redis import RedisOptions, RedisStore, _Script
 except ImportError as exc:  # pragma: no cover - depends on the environment
     if IN_CI:
         raise
@@ -115,6 +117,14 @@ def test_bad_url_options_are_explained(query: str, match: str) -> None:
 def test_open_store_serves_redis_urls() -> None:
     assert isinstance(open_store("redis://localhost:6379/0"), RedisStore)
     assert isinstance(open_store("rediss://u:p@localhost:6380/1?prefix=x"), RedisStore)
+
+
+def test_missing_redis_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("redis", "redis.asyncio", "redis.exceptions"):
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, "a2a_hub.stores.redis")
+    with pytest.raises(ImportError, match=re.escape("pip install 'a2a-hub[redis]'")):
+        open_store("redis://localhost:6379/0")
 
 
 async def test_unreachable_server_is_store_unavailable() -> None:
@@ -334,3 +344,12 @@ async def test_instances_race_for_the_same_seq(open_redis: OpenRedis) -> None:
     assert sum(r is None for r in results) == 1
     assert all(isinstance(r, ValueError) for r in results if r is not None)
     assert await second.last_seq("agent", task.id) == 2
+
+
+async def test_scripts_are_loaded_again_when_the_server_forgot_them(
+    open_redis: OpenRedis,
+) -> None:
+    store = await open_redis()
+    script = _Script(f"return '{store.prefix}'")  # never loaded: NOSCRIPT, then loaded
+    assert await script(store.client, (), ()) == store.prefix.encode()
+    assert await script(store.client, (), ()) == store.prefix.encode()

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import uuid
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -18,6 +19,7 @@ from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.state import timestamp, trim_history
 from a2a_hub.engine.stream import Subscription, TaskStream
 from a2a_hub.protocol.errors import (
+    InternalError,
     InvalidParamsError,
     TaskNotCancelableError,
     TaskNotFoundError,
@@ -37,8 +39,12 @@ from a2a_hub.protocol.types import (
     TaskStatusUpdateEvent,
 )
 from a2a_hub.stores.base import Store, TaskEvent, TaskQuery
+from a2a_hub.stores.coordinator import Signal
 
-__all__ = ["TaskEngine", "state_name"]
+if TYPE_CHECKING:
+    from a2a_hub.engine.cluster import Cluster
+
+__all__ = ["TaskEngine", "fail_orphan", "state_name"]
 
 log = logging.getLogger("a2a_hub.engine")
 
@@ -55,12 +61,24 @@ class TaskEngine:
     """Runs one agent's executor over the tasks kept in ``store``."""
 
     def __init__(
-        self, agent_id: str, executor: AgentExecutor, store: Store, *, flush_delay: float = 0.05
+        self,
+        agent_id: str,
+        executor: AgentExecutor,
+        store: Store,
+        *,
+        flush_delay: float = 0.05,
+        cluster: Cluster | None = None,
+        cancel_wait: float = 10.0,
     ) -> None:
         self.agent_id = agent_id
         self.executor = executor
         self.store = store
         self.flush_delay = flush_delay
+        #: Leases and signals shared with other instances (None: this process only).
+        self.cluster = cluster
+        self.cancel_wait = cancel_wait
+        if cluster is not None:
+            cluster.engines[agent_id] = self
         self._runs: dict[str, TaskRun] = {}
         self._topics: dict[str, set[Subscription]] = {}
 
@@ -330,6 +348,10 @@ class TaskEngine:
             raise self.not_found(task_id)
         task, seq = found
         state = task.status.state
+        if not state.terminal and not state.interrupted and self.cluster is not None:
+            owner = await self.cluster.coordinator.lease_owner(self.agent_id, task_id)
+            if owner is not None and owner != self.cluster.id:
+                return await self._cancel_remote(task_id, seq)
         if state.terminal:
             raise TaskNotCancelableError(
                 f"Task {task_id} is already {state_name(state)} and cannot be canceled",
@@ -357,6 +379,27 @@ class TaskEngine:
         await self.store.save_task(self.agent_id, task, [event])
         self.publish(task_id, event)
         return task
+
+    async def _cancel_remote(self, task_id: str, seq: int) -> Task:
+        """Ask the instance that runs the task to cancel it, and wait for the outcome."""
+        assert self.cluster is not None
+        coordinator = self.cluster.coordinator
+        await coordinator.publish(Signal("cancel", self.agent_id, task_id, self.cluster.id))
+        deadline = asyncio.get_running_loop().time() + self.cancel_wait
+        while True:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                raise InternalError(
+                    f"the instance running task {task_id} did not confirm the cancellation "
+                    f"within {self.cancel_wait:g} s; try again"
+                )
+            await coordinator.wait_events(self.agent_id, task_id, seq, min(remaining, 1.0))
+            found = await self.store.get_task_at(self.agent_id, task_id)
+            if found is None:
+                raise self.not_found(task_id)
+            task, seq = found
+            if task.status.state.terminal:
+                return task
 
     async def close(self) -> None:
         """Stop every running executor; their tasks end ``failed`` (server shutting down)."""
@@ -397,3 +440,40 @@ def _parse_time(value: str) -> float:
         raise InvalidParamsError(
             f"statusTimestampAfter {value!r} is not an ISO 8601 timestamp"
         ) from exc
+
+
+async def fail_orphan(
+    store: Store, agent_id: str, task_id: str, reason: str, engine: TaskEngine | None = None
+) -> bool:
+    """Fail a task whose instance died, if it is still submitted or working; True if it was."""
+    found = await store.get_task_at(agent_id, task_id)
+    if found is None:
+        return False
+    task, seq = found
+    if task.status.state not in (TaskState.SUBMITTED, TaskState.WORKING):
+        return False
+    message = Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.AGENT,
+        parts=[Part(text=reason)],
+        context_id=task.context_id,
+        task_id=task_id,
+    )
+    status = TaskStatus(state=TaskState.FAILED, message=message, timestamp=timestamp())
+    event = TaskEvent(
+        seq + 1,
+        StreamResponse(
+            status_update=TaskStatusUpdateEvent(
+                task_id=task_id, context_id=task.context_id, status=status
+            )
+        ),
+    )
+    failed = msgspec.structs.replace(task, status=status, history=[*(task.history or []), message])
+    try:
+        await store.save_task(agent_id, failed, [event])
+    except ValueError:
+        return False  # the task moved on meanwhile: its instance is alive after all
+    log.warning("task %s of agent %s failed: %s", task_id, agent_id, reason)
+    if engine is not None:
+        engine.publish(task_id, event)
+    return True

@@ -72,6 +72,8 @@ class TaskRun:
         self._unflushed: list[TaskEvent] = []
         self._flush_lock = asyncio.Lock()
         self._timer: asyncio.TimerHandle | None = None
+        #: Whether this instance holds the task's lease (it is submitted/working in the store).
+        self.leased = False
         #: The asyncio task running :meth:`drive`, set by the engine when it starts it.
         self.driver: asyncio.Future[None] | None = None
 
@@ -109,16 +111,38 @@ class TaskRun:
             if not self._unflushed:
                 return
             events, self._unflushed = self._unflushed, []
+            snapshot = self.snapshot()
+            state = snapshot.status.state
+            cluster = self.engine.cluster
             try:
-                await self.engine.store.save_task(self.engine.agent_id, self.snapshot(), events)
+                if (
+                    cluster is not None
+                    and not self.leased
+                    and not (state.terminal or state.interrupted)
+                ):
+                    # lease first: a task that is running in the store always has a lease
+                    await cluster.coordinator.acquire_lease(
+                        self.engine.agent_id, self.task_id, cluster.id, cluster.lease_ttl
+                    )
+                    self.leased = True
+                await self.engine.store.save_task(self.engine.agent_id, snapshot, events)
             except BaseException:
                 self._unflushed[:0] = events
                 raise
+            if self.leased and (state.terminal or state.interrupted):
+                await self.release_lease()
             written = events[-1].seq
             keep = 0
             while keep < len(self.events) and self.events[keep].seq <= written:
                 keep += 1
             del self.events[:keep]
+
+    async def release_lease(self) -> None:
+        """Give the task's lease back (the executor no longer runs it)."""
+        cluster = self.engine.cluster
+        if self.leased and cluster is not None:
+            self.leased = False
+            await cluster.coordinator.release_lease(self.engine.agent_id, self.task_id, cluster.id)
 
     def _flush_soon(self) -> None:
         self._timer = None
@@ -259,6 +283,10 @@ class TaskRun:
             if not isinstance(exc, Exception):
                 raise
         finally:
+            try:
+                await self.release_lease()
+            except Exception as exc:  # it lapses by itself; the reaper finds nothing to do
+                log.warning("could not release the lease of task %s: %s", self.task_id, exc)
             self.engine.forget(self)
             if not self.finished.done():
                 self.finished.set_result(None)

@@ -183,6 +183,11 @@ class TaskStream:
                 continue
             elif self.sub.buffer:
                 event = self.sub.buffer.popleft()
+            elif self.engine.live(self.task_id) is None and self.engine.cluster is not None:
+                # the task runs in another instance (or nowhere): follow the shared log
+                if await self._follow_remote(idle):
+                    continue
+                return None
             else:
                 self.sub.wake.clear()
                 if idle is None:
@@ -201,6 +206,25 @@ class TaskStream:
                 self._done = True
                 self.close()
             return event
+
+    async def _follow_remote(self, idle: float | None) -> bool:
+        """Wait for events written by another instance; False after ``idle`` quiet seconds."""
+        assert self.engine.cluster is not None
+        coordinator = self.engine.cluster.coordinator
+        loop = asyncio.get_running_loop()
+        deadline = None if idle is None else loop.time() + idle
+        while True:
+            wait = 1.0 if deadline is None else min(1.0, deadline - loop.time())
+            if wait <= 0:
+                return False
+            await coordinator.wait_events(self.engine.agent_id, self.task_id, self.last, wait)
+            if self.sub.buffer or self.sub.overflowed or self.engine.live(self.task_id):
+                return True  # a run started here meanwhile
+            page = await self._backlog(max(self.last, 0))
+            fresh = [e for e in page if e.seq > self.last]
+            if fresh:
+                self._pending.extend(fresh)
+                return True
 
     def __aiter__(self) -> TaskStream:
         return self

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from a2a_hub.agents.loader import build_executor
+from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.engine import TaskEngine
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.protocol.errors import AgentNotFoundError
@@ -47,12 +48,12 @@ class Hub:
     ) -> None:
         self.settings = settings
         self.store = store if store is not None else open_store(settings.store)
+        self.cluster = Cluster(self.store, orphan_timeout=settings.orphan_timeout)
         self.agents: dict[str, HostedAgent] = {}
         for spec in settings.agents:
             executor = (executors or {}).get(spec.id) or build_executor(spec)
-            self.agents[spec.id] = HostedAgent(
-                spec, executor, TaskEngine(spec.id, executor, self.store)
-            )
+            engine = TaskEngine(spec.id, executor, self.store, cluster=self.cluster)
+            self.agents[spec.id] = HostedAgent(spec, executor, engine)
         self.default_agent_id = settings.default_agent or (
             settings.agents[0].id if len(settings.agents) == 1 else None
         )
@@ -79,11 +80,13 @@ class Hub:
         return self.agents[self.default_agent_id]
 
     async def start(self) -> None:
-        """Open the store."""
+        """Open the store and join the cluster of instances sharing it."""
         await self.store.open()
+        await self.cluster.start()
 
     async def close(self) -> None:
-        """Stop running tasks and close the store."""
+        """Stop running tasks, leave the cluster and close the store."""
         for agent in self.agents.values():
             await agent.engine.close()
+        await self.cluster.close()
         await self.store.close()

@@ -29,6 +29,7 @@ import msgspec
 
 from a2a_hub.protocol.errors import InvalidParamsError
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
+from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 
 __all__ = [
     "EventLog",
@@ -177,6 +178,16 @@ class Store(TaskStore, EventLog, PushConfigStore):
     """A complete backend: all three interfaces plus a lifecycle."""
 
     url: str = ""
+    _coordinator: Coordinator | None = None
+
+    def coordinator(self) -> Coordinator:
+        """Leases and signals for the instances sharing this store (in-process by default)."""
+        if self._coordinator is None:
+            self._coordinator = self._make_coordinator()
+        return self._coordinator
+
+    def _make_coordinator(self) -> Coordinator:
+        return LocalCoordinator()
 
     async def open(self) -> None:
         """Connect and create the schema if needed.  Called once before use."""

@@ -31,7 +31,7 @@ Needs Redis 6.2 or later (``ZRANGE … BYSCORE REV``, exclusive ``XRANGE``).
 A TTL of ``0`` means "keep forever"; all three are seconds (fractions allowed)
 counted from the same moment, the Redis server's clock when the task ended.
 
-Keys (all built by :class:`RedisKeys`; ``{A}`` is the escaped agent id, and the
+Keys (all built by :class:`RedisKeys`; ``P`` is the prefix, ``{A}`` the escaped agent id, the
 ``{…}`` braces make it a Redis Cluster hash tag, so everything one script
 touches lives in one slot):
 
@@ -59,6 +59,14 @@ removed lazily: every save sweeps a few due members of ``expiring``, every list
 sweeps up to a thousand, and a listed member whose task hash is gone is dropped
 on sight — the indexes never grow beyond the live tasks.
 
+Reads are one command each: ``get_task`` is ``HGET``, ``get_task_at`` one
+``HMGET`` of the snapshot and ``seq`` (atomic), ``read_events`` is
+``XRANGE events (0-<after> + COUNT <limit>``, so any instance resumes a log from
+a sequence number.  ``list_tasks`` is one script: newest first by updated_at,
+then task id descending; it reads the zset of the filter (all / context /
+state, or the ``ZINTERSTORE`` of context and state) with keyset paging, the
+members tied on the cursor's score resolved by task id.
+
 Errors: a server that cannot be reached raises
 :class:`~a2a_hub.protocol.errors.StoreUnavailableError` (naming the URL without
 its password); a missing ``redis`` package raises :class:`ImportError` naming
@@ -81,7 +89,7 @@ import msgspec
 try:
     import redis.asyncio as aioredis
     from redis import exceptions as redis_exc
-    from redis.backoff import ExponentialWithJitterBackoff
+    from redis.backoff import EqualJitterBackoff
     from redis.retry import Retry
 except ImportError as _exc:  # pragma: no cover - depends on the environment
     raise ImportError(
@@ -99,6 +107,7 @@ from a2a_hub.stores.base import (
     encode_page_token,
     now,
 )
+from a2a_hub.stores.coordinator import Coordinator
 
 __all__ = ["RedisKeys", "RedisOptions", "RedisStore"]
 
@@ -505,7 +514,8 @@ def _check_events(events: Sequence[TaskEvent]) -> None:
 
 
 def _ms(seconds: float) -> int:
-    return round(seconds * 1000)
+    """Milliseconds for the scripts; a TTL that is not 0 (forever) stays at least 1 ms."""
+    return max(round(seconds * 1000), 1) if seconds else 0
 
 
 def _text(value: bytes | str) -> str:
@@ -542,15 +552,21 @@ class RedisStore(Store):
         self._client_options: dict[str, Any] = {
             "protocol": 2,
             "socket_connect_timeout": 5.0,
-            # Few quick retries: a save whose reply was lost and that is sent again
-            # is refused as a duplicate (ValueError), like any other replay.
-            "retry": Retry(ExponentialWithJitterBackoff(cap=0.2, base=0.01), 2),
+            # A few quick retries (reconnecting after a server restart).  A save whose
+            # reply was lost and that is sent again is refused as a duplicate
+            # (ValueError), as every backend refuses a replayed save.
+            "retry": Retry(EqualJitterBackoff(cap=0.2, base=0.01), 2),
             **client_options,
         }
         self._client: aioredis.Redis | None = None
 
     def __repr__(self) -> str:
         return f"RedisStore({self.options.safe_url!r})"
+
+    def _make_coordinator(self) -> Coordinator:
+        from a2a_hub.stores.redis_coordinator import RedisCoordinator
+
+        return RedisCoordinator(self)
 
     def _unavailable(self, exc: BaseException) -> StoreUnavailableError:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

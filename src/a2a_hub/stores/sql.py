@@ -57,12 +57,13 @@ from a2a_hub.stores.base import (
     encode_page_token,
     now,
 )
+from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 
-__all__ = ["SCHEMA_VERSION", "SqlStore"]
+__all__ = ["EVENTS_CHANNEL", "SCHEMA_VERSION", "SqlStore", "leases"]
 
 #: Version of the schema this code writes.  Bump it and add an entry to
 #: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _POSTGRES_HINT = "pip install 'a2a-hub[postgres]'"
 _SQLITE_BUSY_TIMEOUT_MS = 5000
@@ -123,10 +124,36 @@ schema_version = Table(
     Column("version", Integer, nullable=False),
 )
 
-_DATA_TABLES = (tasks, events, push_configs)
+leases = Table(
+    "a2a_leases",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("task_id", String, primary_key=True),
+    Column("owner", String, nullable=False),
+    Column("expires_at", Double, nullable=False),
+)
+Index("ix_a2a_leases_owner", leases.c.owner)
+Index("ix_a2a_leases_expires", leases.c.expires_at)
+
+_DATA_TABLES = (tasks, events, push_configs, leases)
+
+
+async def _create(conn: AsyncConnection, table: Table) -> None:
+    await conn.execute(CreateTable(table, if_not_exists=True))
+    for index in sorted(table.indexes, key=lambda ix: str(ix.name)):
+        await conn.execute(CreateIndex(index, if_not_exists=True))
+
+
+async def _add_leases(conn: AsyncConnection) -> None:
+    """Version 2: leases of running tasks, for instances that share the store."""
+    await _create(conn, leases)
+
 
 # Upgrades, keyed by the version they produce; each runs inside the setup transaction.
-_MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {}
+_MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {2: _add_leases}
+
+#: PostgreSQL NOTIFY channel announcing new events ("agent_id task_id seq").
+EVENTS_CHANNEL = "a2a_events"
 
 
 # --- statements ------------------------------------------------------------------------
@@ -137,6 +164,7 @@ _task_key = (tasks.c.agent_id == _agent, tasks.c.task_id == _task)
 _event_key = (events.c.agent_id == _agent, events.c.task_id == _task)
 _push_key = (push_configs.c.agent_id == _agent, push_configs.c.task_id == _task)
 
+_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 _GET_TASK = select(tasks.c.data).where(*_task_key)
 _GET_TASK_AT = select(tasks.c.data, tasks.c.last_seq).where(*_task_key)
 _READ_EVENTS = (
@@ -328,6 +356,8 @@ class SqlStore(Store):
         self._engine_options = dict(engine_options or {})
         self._engine: AsyncEngine | None = None
         self._stmts = _Statements(self._dialect)
+        #: NOTIFY followers of new events (PostgreSQL; read by the coordinator).
+        self._notify_events = self._dialect == "postgresql"
         if self._dialect == "postgresql":
             try:
                 importlib.import_module("asyncpg")
@@ -338,6 +368,23 @@ class SqlStore(Store):
 
     def __repr__(self) -> str:
         return f"SqlStore({self._safe_url!r})"
+
+    def _make_coordinator(self) -> Coordinator:
+        if self._dialect == "postgresql":
+            from a2a_hub.stores.pg_coordinator import PostgresCoordinator
+
+            return PostgresCoordinator(self)
+        return LocalCoordinator()
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self._dialect
+
+    @property
+    def safe_url(self) -> str:
+        """The store URL with any password hidden."""
+        return self._safe_url
 
     def _unavailable(self, exc: BaseException) -> StoreUnavailableError:
         cause = getattr(exc, "orig", None) or exc
@@ -388,9 +435,7 @@ class SqlStore(Store):
         found = (await conn.execute(select(schema_version.c.version))).scalar_one_or_none()
         if found is None:
             for table in _DATA_TABLES:
-                await conn.execute(CreateTable(table, if_not_exists=True))
-                for index in sorted(table.indexes, key=lambda ix: str(ix.name)):
-                    await conn.execute(CreateIndex(index, if_not_exists=True))
+                await _create(conn, table)
             await conn.execute(self._stmts.insert_version)
         elif found > SCHEMA_VERSION:
             raise RuntimeError(
@@ -496,6 +541,11 @@ class SqlStore(Store):
                 await conn.execute(_INSERT_EVENTS, rows[0] if len(rows) == 1 else rows)
             except sa_exc.IntegrityError as exc:  # a concurrent writer took these seqs
                 raise ValueError(f"event seqs {prev + 1}..{last} of task {task.id} exist") from exc
+            if self._dialect == "postgresql" and self._notify_events:
+                # delivered on commit: wakes instances following this task's log
+                await conn.execute(
+                    _NOTIFY, {"channel": EVENTS_CHANNEL, "payload": f"{agent_id} {task.id} {last}"}
+                )
 
     @_guarded
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:

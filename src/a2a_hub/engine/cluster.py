@@ -96,8 +96,10 @@ class Cluster:
     async def _listen(self) -> None:
         while True:
             try:
-                async for signal in self.coordinator.signals():
-                    self._handle(signal)
+                # aclosing: a cancelled loop must close the generator now, not in the GC
+                async with contextlib.aclosing(self.coordinator.signals()) as signals:
+                    async for signal in signals:
+                        self._handle(signal)
                 return
             except Exception as exc:
                 log.warning("signal channel failed (%s); retrying in 1 s", exc)

@@ -21,6 +21,7 @@ import msgspec
 
 from a2a_hub.engine.executor import RequestContext, TaskUpdater
 from a2a_hub.engine.state import InvalidTransitionError, apply_event, check_transition, timestamp
+from a2a_hub.protocol.errors import InternalError
 from a2a_hub.protocol.types import (
     Artifact,
     Message,
@@ -278,8 +279,17 @@ class TaskRun:
             if self.task is not None:
                 self.settle(self.snapshot())
         except BaseException as exc:
+            if isinstance(exc, ValueError):  # the log moved on without us
+                log.warning(
+                    "task %s was changed by another instance meanwhile: %s", self.task_id, exc
+                )
+                exc = InternalError(
+                    f"task {self.task_id} was changed by another instance meanwhile "
+                    "(it may have been failed as orphaned); GetTask shows its state"
+                )
             if not self.settled.done():
                 self.settled.set_exception(exc)
+                self.settled.exception()  # the request may be gone: never log it as lost
             if not isinstance(exc, Exception):
                 raise
         finally:

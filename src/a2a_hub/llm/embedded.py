@@ -42,6 +42,7 @@ __all__ = [
     "MODEL_DISTRIBUTION",
     "EmbeddedModel",
     "EmbeddedProvider",
+    "context_size",
     "default_threads",
     "load_model",
     "locate_model",
@@ -101,6 +102,11 @@ def default_threads() -> int:
         return len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def context_size(n_ctx: int) -> int:
+    """The context llama.cpp really allocates: rounded up to a multiple of 256 tokens."""
+    return max(256, -(-n_ctx // 256) * 256)
 
 
 class EmbeddedModel:
@@ -186,6 +192,7 @@ def load_model(
     Blocking: call it from a worker thread (the provider does) or at start-up.
     """
     path = path or locate_model()
+    n_ctx = context_size(n_ctx)
     threads = n_threads or default_threads()
     key = (str(path), n_ctx, threads, n_parallel, cache_ram_mib)
     with _MODELS_LOCK:
@@ -226,7 +233,8 @@ class EmbeddedProvider(LLMProvider):
     """SmolLM2-135M-Instruct (or another local GGUF file) run in-process by xllamacpp.
 
     ``model`` may name the default model (``None``, ``smollm2``, ``SmolLM2-135M-Instruct``)
-    or be the path of another ``.gguf`` file.  ``n_ctx`` is the context window in tokens,
+    or be the path of another ``.gguf`` file.  ``n_ctx`` is the context window in tokens
+    (llama.cpp rounds it up to a multiple of 256),
     ``n_threads`` the CPU threads (default: all cores this process may use), ``n_parallel``
     the requests decoded at once (each gets ``n_ctx / n_parallel`` tokens of context),
     ``seed`` fixes sampling for reproducible replies.  When a conversation outgrows the
@@ -263,7 +271,7 @@ class EmbeddedProvider(LLMProvider):
             self.model = DEFAULT_MODEL
         _runtime()
         self.path = path
-        self.n_ctx = int(n_ctx)
+        self.n_ctx = context_size(int(n_ctx))
         self.n_threads = int(n_threads) if n_threads else None
         self.n_parallel = int(n_parallel)
         self.seed = None if seed is None else int(seed)
@@ -322,9 +330,9 @@ class EmbeddedProvider(LLMProvider):
 
         Setting ``stop`` (or cancelling the awaiting task) ends generation after the next token.
         """
+        wire = to_wire(messages)
         model = self._model or await self.load()
         stop = stop or threading.Event()
-        wire = to_wire(messages)
         loop = asyncio.get_running_loop()
         while True:
             request = self._request(

@@ -20,7 +20,24 @@ from a2a_hub.server.hub import HostedAgent, Hub
 from a2a_hub.server.jsonrpc import encode_error, handle_rpc
 from a2a_hub.server.sse import SseReply, sse_response
 
-__all__ = ["create_app"]
+__all__ = ["SETTINGS_ENV", "app_from_environment", "create_app"]
+
+#: Environment variable carrying the settings (JSON) to ``--workers`` processes.
+SETTINGS_ENV = "A2A_HUB_SETTINGS_JSON"
+
+
+def app_from_environment() -> Starlette:
+    """The app of one ``--workers`` process, built from :data:`SETTINGS_ENV`."""
+    import os
+
+    from a2a_hub.settings import Settings
+
+    settings = msgspec.json.decode(os.environ[SETTINGS_ENV], type=Settings)
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    return create_app(Hub(settings))
+
 
 log = logging.getLogger("a2a_hub.server")
 _enc = msgspec.json.Encoder()

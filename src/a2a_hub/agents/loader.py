@@ -6,12 +6,13 @@ import importlib
 from typing import Any
 
 from a2a_hub.agents.echo import EchoExecutor
+from a2a_hub.agents.llm import LLMExecutor
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.settings import AgentSpec, SettingsError
 
 __all__ = ["KINDS", "build_executor", "load_class"]
 
-KINDS: dict[str, type[AgentExecutor]] = {"echo": EchoExecutor}
+KINDS: dict[str, type[AgentExecutor]] = {"echo": EchoExecutor, "llm": LLMExecutor}
 
 
 def load_class(path: str) -> type[AgentExecutor]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -140,6 +141,7 @@ class TaskEngine:
             context_id=context_id,
             configuration=config,
             metadata=request.metadata,
+            context_loader=self._context_loader(context_id, task_id),
         )
         self._refuse_if_running(task_id)
         run = TaskRun(self, ctx, bound=new_task_id is not None)
@@ -176,6 +178,7 @@ class TaskEngine:
             task=task,
             configuration=request.configuration,
             metadata=request.metadata,
+            context_loader=self._context_loader(task.context_id, task.id),
         )
         self._refuse_if_running(task.id)
         live = msgspec.structs.replace(
@@ -193,6 +196,7 @@ class TaskEngine:
     ) -> TaskStream:
         """``SendStreamingMessage``: the events of the turn this message starts, live."""
         run = await self.begin(request, new_task_id=new_task_id)
+        run.ctx.streaming = True
         if run.task is None:
             stream = await TaskStream(self, run.task_id, after=0).start(fresh=True)
         else:  # a continued task: start from its snapshot, the new message included
@@ -257,6 +261,15 @@ class TaskEngine:
     def not_found(self, task_id: str) -> TaskNotFoundError:
         """The error for an unknown task id."""
         return TaskNotFoundError(f"Task {task_id} not found", data={"taskId": task_id})
+
+    def _context_loader(self, context_id: str, task_id: str) -> Callable[[], Awaitable[list[Task]]]:
+        async def load() -> list[Task]:
+            page = await self.store.list_tasks(
+                self.agent_id, TaskQuery(context_id=context_id, page_size=MAX_PAGE_SIZE)
+            )
+            return [t for t in reversed(page.tasks) if t.id != task_id]
+
+        return load
 
     def _refuse_if_running(self, task_id: str) -> None:
         if task_id in self._runs:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +68,11 @@ class RequestContext:
     task: Task | None = None
     configuration: SendMessageConfiguration | None = None
     metadata: dict[str, Any] | None = None
+    #: True when the client follows this turn as a stream (stream text as artifact chunks).
+    streaming: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
+    #: Loads the earlier tasks of the context (set by the engine).
+    context_loader: Callable[[], Awaitable[list[Task]]] | None = None
 
     @property
     def text(self) -> str:
@@ -77,9 +81,20 @@ class RequestContext:
 
     @property
     def history(self) -> list[Message]:
-        """Every message of the conversation so far, the incoming one last."""
+        """Every message of this task so far, the incoming one last."""
         previous = self.task.history if self.task is not None and self.task.history else []
         return [*previous, self.message]
+
+    async def context_history(self) -> list[Message]:
+        """The messages of the earlier tasks of this context (oldest first), then :attr:`history`.
+
+        This is what an agent needs to hold a conversation across several tasks.
+        """
+        earlier: list[Message] = []
+        if self.context_loader is not None:
+            for task in await self.context_loader():
+                earlier.extend(task.history or [])
+        return [*earlier, *self.history]
 
 
 class TaskUpdater:

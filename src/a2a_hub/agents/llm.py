@@ -1,0 +1,125 @@
+"""The ``llm`` agent kind: an instruction and a model, holding a conversation.
+
+Every turn sends the instruction (as the system message), the messages of the
+earlier tasks of the same context and of this task, and the new message to the
+provider.  When the client streams, the reply is streamed as chunks of one
+artifact; either way the task completes with the whole reply as its message, so
+it is in the history of the next turn.  A provider that keeps failing (timeouts,
+429, 5xx, after its retries) fails the task with the provider's message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater, text_of
+from a2a_hub.llm import ChatMessage, LLMError, LLMProvider, get_provider
+from a2a_hub.protocol.types import Message, Role
+
+__all__ = ["LLMExecutor", "chat_messages"]
+
+
+def chat_messages(
+    instruction: str, history: list[Message], *, limit: int = 20
+) -> list[ChatMessage]:
+    """The chat-completions view of a conversation: system, then the last ``limit`` turns."""
+    messages = [ChatMessage(role="system", content=instruction)] if instruction else []
+    for message in history[-limit:]:
+        text = text_of(message.parts)
+        if text:
+            role = "assistant" if message.role is Role.AGENT else "user"
+            messages.append(ChatMessage(role=role, content=text))
+    return messages
+
+
+class LLMExecutor(AgentExecutor):
+    """An agent that answers with a language model (see the module docstring)."""
+
+    name = "LLM agent"
+    description = "Answers with a language model, remembering the conversation."
+    skills = [
+        {
+            "id": "chat",
+            "name": "Chat",
+            "description": "Holds a conversation following its instruction.",
+            "tags": ["llm", "chat"],
+        }
+    ]
+
+    def __init__(
+        self,
+        instruction: str = "You are a helpful assistant. Answer briefly.",
+        provider: str | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int | str = 200,
+        temperature: float | str = 0.7,
+        history_turns: int | str = 20,
+        **options: Any,
+    ) -> None:
+        self.instruction = instruction
+        self.max_tokens = int(max_tokens)
+        self.temperature = float(temperature)
+        self.history_turns = int(history_turns)
+        self._provider_args: dict[str, Any] = {
+            "name": provider,
+            "model": model,
+            "base_url": base_url,
+            "api_key": api_key,
+            **options,
+        }
+        self._provider: LLMProvider | None = None
+
+    @property
+    def provider(self) -> LLMProvider:
+        """The provider, created on first use (the embedded model loads then)."""
+        if self._provider is None:
+            self._provider = get_provider(**self._provider_args)
+        return self._provider
+
+    def messages_for(self, history: list[Message]) -> list[ChatMessage]:
+        """What the model is sent for a conversation (override to shape prompts)."""
+        return chat_messages(self.instruction, history, limit=self.history_turns)
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        messages = self.messages_for(await ctx.context_history())
+        try:
+            if ctx.streaming:
+                # hold one chunk back, so that the last one can say lastChunk
+                chunks: list[str] = []
+                held: str | None = None
+                artifact_id: str | None = None
+                async for chunk in self.provider.stream(
+                    messages, max_tokens=self.max_tokens, temperature=self.temperature
+                ):
+                    if not chunk:
+                        continue
+                    if held is not None:
+                        artifact_id = await updater.artifact(
+                            held,
+                            name="response",
+                            artifact_id=artifact_id,
+                            append=artifact_id is not None,
+                        )
+                    held = chunk
+                    chunks.append(chunk)
+                if held is not None:
+                    await updater.artifact(
+                        held,
+                        name="response",
+                        artifact_id=artifact_id,
+                        append=artifact_id is not None,
+                        last_chunk=True,
+                    )
+                text = "".join(chunks)
+            else:
+                text = await self.provider.complete(
+                    messages, max_tokens=self.max_tokens, temperature=self.temperature
+                )
+                await updater.artifact(text, name="response")
+        except LLMError as exc:
+            await updater.fail(f"the language model failed: {exc}")
+            return
+        await updater.complete(text.strip() or "(the model returned no text)")

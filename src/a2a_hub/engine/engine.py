@@ -7,8 +7,8 @@ canonical 1.0 types, call these methods, and encode what they return.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -17,7 +17,7 @@ import msgspec
 
 from a2a_hub.engine.executor import AgentExecutor, RequestContext
 from a2a_hub.engine.run import TaskRun
-from a2a_hub.engine.state import timestamp, trim_history
+from a2a_hub.engine.state import new_id, timestamp, trim_history
 from a2a_hub.engine.stream import Subscription, TaskStream
 from a2a_hub.protocol.errors import (
     InternalError,
@@ -82,6 +82,8 @@ class TaskEngine:
             cluster.engines[agent_id] = self
         self._runs: dict[str, TaskRun] = {}
         self._topics: dict[str, set[Subscription]] = {}
+        self._dirty: set[TaskRun] = set()
+        self._flusher: asyncio.Task[None] | None = None
 
     # --- send ---------------------------------------------------------------------------
 
@@ -101,8 +103,12 @@ class TaskEngine:
             await run.flush()
             self._spawn(run)
             return trim_history(run.snapshot(), history_length)
-        self._spawn(run)
-        result = await asyncio.shield(run.settled)
+        # Blocking: run the executor right here, in the request's own asyncio task (no
+        # task to create, no hop through the loop).  A CancelTask cancels this task;
+        # drive() absorbs that cancellation and leaves the task canceled.
+        run.driver = asyncio.current_task()
+        await run.drive()
+        result = run.settled.result()
         if isinstance(result, Task):
             return trim_history(result, history_length)
         return result
@@ -130,8 +136,8 @@ class TaskEngine:
                 )
         if existing is not None:
             return self._continue(existing, seq, message, request)
-        task_id = task_id or str(uuid.uuid4())
-        context_id = message.context_id or str(uuid.uuid4())
+        task_id = task_id or new_id()
+        context_id = message.context_id or new_id()
         if message.task_id != task_id or message.context_id != context_id:
             message = msgspec.structs.replace(message, task_id=task_id, context_id=context_id)
         ctx = RequestContext(
@@ -281,6 +287,25 @@ class TaskEngine:
     def _spawn(self, run: TaskRun) -> None:
         run.driver = asyncio.ensure_future(run.drive())
 
+    def mark_dirty(self, run: TaskRun) -> None:
+        """Note a run with unwritten events; the flusher writes it within ``flush_delay``."""
+        self._dirty.add(run)
+        if self._flusher is None:
+            self._flusher = asyncio.ensure_future(self._flush_loop())
+
+    async def _flush_loop(self) -> None:
+        """Write runs that keep working, every ``flush_delay`` seconds (one task per engine)."""
+        while True:
+            await asyncio.sleep(self.flush_delay)
+            dirty, self._dirty = self._dirty, set()
+            for run in dirty:
+                if run.dirty:
+                    try:
+                        await run.flush()
+                    except Exception as exc:  # kept queued; the next flush tries again
+                        log.warning("writing task %s failed: %s", run.task_id, exc)
+                        self._dirty.add(run)
+
     def forget(self, run: TaskRun) -> None:
         """Called by a run when it has finished."""
         if self._runs.get(run.task_id) is run:
@@ -374,7 +399,7 @@ class TaskEngine:
             state=TaskState.CANCELED,
             timestamp=timestamp(),
             message=Message(
-                message_id=str(uuid.uuid4()),
+                message_id=new_id(),
                 role=Role.AGENT,
                 parts=[Part(text="Task canceled by the client")],
                 context_id=task.context_id,
@@ -416,6 +441,11 @@ class TaskEngine:
 
     async def close(self) -> None:
         """Stop every running executor; their tasks end ``failed`` (server shutting down)."""
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+            self._flusher = None
         runs = list(self._runs.values())
         for run in runs:
             if run.executing:
@@ -466,7 +496,7 @@ async def fail_orphan(
     if task.status.state not in (TaskState.SUBMITTED, TaskState.WORKING):
         return False
     message = Message(
-        message_id=str(uuid.uuid4()),
+        message_id=new_id(),
         role=Role.AGENT,
         parts=[Part(text=reason)],
         context_id=task.context_id,

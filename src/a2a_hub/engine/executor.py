@@ -29,12 +29,12 @@ fails the task with a message saying which rule):
 
 from __future__ import annotations
 
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from a2a_hub.engine.state import new_id
 from a2a_hub.protocol.types import (
     Artifact,
     Message,
@@ -127,7 +127,7 @@ class TaskUpdater:
             return content
         parts = [Part(text=content)] if isinstance(content, str) else list(content)
         return Message(
-            message_id=str(uuid.uuid4()),
+            message_id=new_id(),
             role=Role.AGENT,
             parts=parts,
             context_id=self._run.context_id,
@@ -160,7 +160,7 @@ class TaskUpdater:
         """Publish an artifact (or, with ``append``, a further chunk of one); returns its id."""
         parts = [Part(text=content)] if isinstance(content, str) else list(content)
         art = Artifact(
-            artifact_id=artifact_id or str(uuid.uuid4()),
+            artifact_id=artifact_id or new_id(),
             parts=parts,
             name=name,
             description=description,

@@ -72,7 +72,6 @@ class TaskRun:
         self.finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._unflushed: list[TaskEvent] = []
         self._flush_lock = asyncio.Lock()
-        self._timer: asyncio.TimerHandle | None = None
         #: Whether this instance holds the task's lease (it is submitted/working in the store).
         self.leased = False
         #: The asyncio task running :meth:`drive`, set by the engine when it starts it.
@@ -88,9 +87,7 @@ class TaskRun:
         self._unflushed.append(record)
         self.events.append(record)
         self.engine.publish(self.task_id, record)
-        if self._timer is None:
-            delay = self.engine.flush_delay
-            self._timer = asyncio.get_running_loop().call_later(delay, self._flush_soon)
+        self.engine.mark_dirty(self)
         return record
 
     def snapshot(self) -> Task:
@@ -106,9 +103,6 @@ class TaskRun:
     async def flush(self) -> None:
         """Write queued events and the snapshot in one store call (serialised)."""
         async with self._flush_lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
             if not self._unflushed:
                 return
             events, self._unflushed = self._unflushed, []
@@ -145,11 +139,10 @@ class TaskRun:
             self.leased = False
             await cluster.coordinator.release_lease(self.engine.agent_id, self.task_id, cluster.id)
 
-    def _flush_soon(self) -> None:
-        self._timer = None
-        if self._unflushed:
-            task = asyncio.ensure_future(self.flush())
-            task.add_done_callback(_log_flush_error)
+    @property
+    def dirty(self) -> bool:
+        """True while some events are not written yet."""
+        return bool(self._unflushed)
 
     # --- what the updater calls ----------------------------------------------------
 
@@ -300,8 +293,3 @@ class TaskRun:
             self.engine.forget(self)
             if not self.finished.done():
                 self.finished.set_result(None)
-
-
-def _log_flush_error(task: asyncio.Future[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.warning("background flush failed: %s", task.exception())

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import os
+import time
+from typing import Any
 
 import msgspec
 
 from a2a_hub.protocol.types import (
-    Artifact,
     StreamResponse,
     Task,
     TaskArtifactUpdateEvent,
     TaskState,
 )
 
-__all__ = ["InvalidTransitionError", "apply_event", "check_transition", "timestamp", "trim_history"]
+__all__ = [
+    "InvalidTransitionError",
+    "apply_event",
+    "check_transition",
+    "new_id",
+    "timestamp",
+    "trim_history",
+]
 
 _ACTIVE = {
     TaskState.WORKING,
@@ -58,9 +66,25 @@ def _name(state: TaskState) -> str:
     return state.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
 
 
+_second: list[Any] = [None, ""]  # the last whole second formatted, and its text
+
+
 def timestamp() -> str:
-    """Now, as the ISO 8601 UTC string the protocol uses."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """Now, as the ISO 8601 UTC string the protocol uses (millisecond precision)."""
+    now = time.time()
+    second = int(now)
+    if _second[0] != second:
+        _second[0], _second[1] = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+    return f"{_second[1]}.{int((now - second) * 1000):03d}Z"
+
+
+def new_id() -> str:
+    """A random (version 4) UUID string, made without the cost of :class:`uuid.UUID`."""
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+
+
+_VARIANT = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}
 
 
 def apply_event(task: Task | None, event: StreamResponse) -> Task:
@@ -105,16 +129,7 @@ def _apply_artifact(task: Task, update: TaskArtifactUpdateEvent) -> None:
             else:
                 artifacts[i] = new
             return
-    artifacts.append(
-        Artifact(
-            artifact_id=new.artifact_id,
-            parts=list(new.parts),
-            name=new.name,
-            description=new.description,
-            metadata=new.metadata,
-            extensions=new.extensions,
-        )
-    )
+    artifacts.append(new)  # shared with the event: folded lists are replaced, never mutated
 
 
 def trim_history(task: Task, history_length: int | None, *, include_artifacts: bool = True) -> Task:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -48,6 +48,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig
+from a2a_hub.stores._sqlite_writer import SqliteWriter
 from a2a_hub.stores.base import (
     Store,
     TaskEvent,
@@ -355,6 +356,8 @@ class SqlStore(Store):
         self._safe_url = make_url(url).render_as_string(hide_password=True)
         self._engine_options = dict(engine_options or {})
         self._engine: AsyncEngine | None = None
+        #: SQLite files: saves go through one writer thread in batches (group commit).
+        self._writer: SqliteWriter | None = None
         self._stmts = _Statements(self._dialect)
         #: NOTIFY followers of new events (PostgreSQL; read by the coordinator).
         self._notify_events = self._dialect == "postgresql"
@@ -426,6 +429,9 @@ class SqlStore(Store):
             await engine.dispose()
             raise
         self._engine = engine
+        if self._dialect == "sqlite" and not _sqlite_in_memory(self._engine_url):
+            database = self._engine_url.database or ""
+            self._writer = SqliteWriter(database, self._save_plan, _sqlite_on_connect)
 
     async def _setup_schema(self, conn: AsyncConnection) -> None:
         if self._dialect == "postgresql":
@@ -448,6 +454,9 @@ class SqlStore(Store):
             await conn.execute(update(schema_version).values(version=SCHEMA_VERSION))
 
     async def close(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            await writer.close()
         engine, self._engine = self._engine, None
         if engine is not None:
             await engine.dispose()
@@ -472,80 +481,81 @@ class SqlStore(Store):
 
     @_guarded
     async def save_task(self, agent_id: str, task: Task, events: Sequence[TaskEvent] = ()) -> None:
+        if self._writer is not None:  # SQLite: group commit through the writer thread
+            await self._writer.save(agent_id, task, events)
+            return
+        async with self.engine.begin() as conn:
+            plan = self._save_plan(agent_id, task, events)
+            result: Any = None
+            while True:
+                try:
+                    statement, params = plan.send(result)
+                except StopIteration:
+                    return
+                try:
+                    result = await conn.execute(statement, params)
+                except sa_exc.IntegrityError as exc:
+                    plan.throw(exc)
+
+    def _save_plan(
+        self, agent_id: str, task: Task, events: Sequence[TaskEvent]
+    ) -> Generator[tuple[Any, Any], Any, None]:
+        """The statements of one save, for the async and the sync (SQLite writer) drivers.
+
+        It yields ``(statement, params)`` and receives each result; an IntegrityError of
+        a statement is thrown back into it.
+        """
         data = _enc.encode(task)
         stamp = now()
         state = task.status.state.value
         stmts = self._stmts
-        async with self.engine.begin() as conn:
-            if not events:
-                await conn.execute(
-                    stmts.upsert_task,
-                    {
-                        "agent_id": agent_id,
-                        "task_id": task.id,
-                        "context_id": task.context_id,
-                        "state": state,
-                        "updated_at": stamp,
-                        "last_seq": 0,
-                        "data": data,
-                    },
-                )
-                return
-            _check_events(events)
-            prev, last = events[0].seq - 1, events[-1].seq
-            if prev == 0:
-                result = await conn.execute(
-                    stmts.upsert_task_first_events,
-                    {
-                        "agent_id": agent_id,
-                        "task_id": task.id,
-                        "context_id": task.context_id,
-                        "state": state,
-                        "updated_at": stamp,
-                        "last_seq": last,
-                        "data": data,
-                    },
-                )
-            else:
-                result = await conn.execute(
-                    stmts.update_task_events,
-                    {
-                        "p_agent": agent_id,
-                        "p_task": task.id,
-                        "p_prev": prev,
-                        "p_context": task.context_id,
-                        "p_state": state,
-                        "p_data": data,
-                        "p_updated": stamp,
-                        "p_last": last,
-                    },
-                )
-            if result.rowcount != 1:
-                stored = (
-                    await conn.execute(_LAST_SEQ, {"p_agent": agent_id, "p_task": task.id})
-                ).scalar_one()
-                raise ValueError(
-                    f"event seq {prev + 1} does not follow the last stored seq {stored} "
-                    f"of task {task.id}"
-                )
-            rows = [
+        row = {
+            "agent_id": agent_id,
+            "task_id": task.id,
+            "context_id": task.context_id,
+            "state": state,
+            "updated_at": stamp,
+            "data": data,
+        }
+        if not events:
+            yield stmts.upsert_task, {**row, "last_seq": 0}
+            return
+        _check_events(events)
+        prev, last = events[0].seq - 1, events[-1].seq
+        if prev == 0:
+            result = yield stmts.upsert_task_first_events, {**row, "last_seq": last}
+        else:
+            result = yield (
+                stmts.update_task_events,
                 {
-                    "agent_id": agent_id,
-                    "task_id": task.id,
-                    "seq": e.seq,
-                    "data": _enc.encode(e.event),
-                }
-                for e in events
-            ]
-            try:
-                await conn.execute(_INSERT_EVENTS, rows[0] if len(rows) == 1 else rows)
-            except sa_exc.IntegrityError as exc:  # a concurrent writer took these seqs
-                raise ValueError(f"event seqs {prev + 1}..{last} of task {task.id} exist") from exc
-            if self._dialect == "postgresql" and self._notify_events:
-                # delivered on commit: wakes instances following this task's log
-                await conn.execute(
-                    _NOTIFY, {"channel": EVENTS_CHANNEL, "payload": f"{agent_id} {task.id} {last}"}
-                )
+                    "p_agent": agent_id,
+                    "p_task": task.id,
+                    "p_prev": prev,
+                    "p_context": task.context_id,
+                    "p_state": state,
+                    "p_data": data,
+                    "p_updated": stamp,
+                    "p_last": last,
+                },
+            )
+        if result.rowcount != 1:
+            stored = (yield _LAST_SEQ, {"p_agent": agent_id, "p_task": task.id}).scalar_one()
+            raise ValueError(
+                f"event seq {prev + 1} does not follow the last stored seq {stored} "
+                f"of task {task.id}"
+            )
+        rows = [
+            {"agent_id": agent_id, "task_id": task.id, "seq": e.seq, "data": _enc.encode(e.event)}
+            for e in events
+        ]
+        try:
+            yield _INSERT_EVENTS, rows[0] if len(rows) == 1 else rows
+        except sa_exc.IntegrityError as exc:  # a concurrent writer took these seqs
+            raise ValueError(f"event seqs {prev + 1}..{last} of task {task.id} exist") from exc
+        if self._dialect == "postgresql" and self._notify_events:
+            # delivered on commit: wakes instances following this task's log
+            payload = f"{agent_id} {task.id} {last}"
+            yield _NOTIFY, {"channel": EVENTS_CHANNEL, "payload": payload}
 
     @_guarded
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:

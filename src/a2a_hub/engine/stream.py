@@ -194,7 +194,8 @@ class TaskStream:
                     await self.sub.wake.wait()
                 else:
                     try:
-                        await asyncio.wait_for(self.sub.wake.wait(), idle)
+                        async with asyncio.timeout(idle):  # no extra task per wait
+                            await self.sub.wake.wait()
                     except TimeoutError:
                         return None
                 continue

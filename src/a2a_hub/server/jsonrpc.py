@@ -41,7 +41,7 @@ from a2a_hub.protocol.types import (
     TaskIdRequest,
 )
 from a2a_hub.server.hub import HostedAgent
-from a2a_hub.server.sse import SseReply
+from a2a_hub.server.sse import SseReply, encoded_event
 from a2a_hub.stores.base import TaskEvent
 
 __all__ = ["SERVED_VERSIONS", "error_info", "handle_rpc", "resolve_family"]
@@ -139,10 +139,17 @@ def _rpc_stream(
     call: Call, stream: TaskStream, encode: Callable[[StreamResponse], Any | None], family: str
 ) -> SseReply:
     req_id = call.id
+    if encode is _v10_event:  # 1.0: the event's JSON is shared by every stream sending it
+        head = b'{"jsonrpc":"2.0","id":' + _enc.encode(req_id) + b',"result":'
 
-    def event(ev: TaskEvent) -> bytes | None:
-        result = encode(ev.event)
-        return None if result is None else _enc.encode(_Ok("2.0", req_id, result))
+        def event(ev: TaskEvent) -> bytes | None:
+            return None if is_internal(ev.event) else head + encoded_event(ev) + b"}"
+
+    else:
+
+        def event(ev: TaskEvent) -> bytes | None:
+            result = encode(ev.event)
+            return None if result is None else _enc.encode(_Ok("2.0", req_id, result))
 
     return SseReply(stream, event, lambda err: encode_error(req_id, err, family))
 

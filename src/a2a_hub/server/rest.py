@@ -29,7 +29,7 @@ from a2a_hub.protocol.types import (
 )
 from a2a_hub.server.hub import HostedAgent
 from a2a_hub.server.jsonrpc import SERVED_VERSIONS, error_info
-from a2a_hub.server.sse import SseReply
+from a2a_hub.server.sse import SseReply, encoded_event
 from a2a_hub.stores.base import TaskEvent
 
 __all__ = [
@@ -137,7 +137,7 @@ async def send(agent: HostedAgent, request: Request, body: bytes) -> Any:
 
 def _stream_reply(stream: TaskStream) -> SseReply:
     def event(ev: TaskEvent) -> bytes | None:
-        return None if is_internal(ev.event) else _enc.encode(ev.event)
+        return None if is_internal(ev.event) else encoded_event(ev)
 
     return SseReply(stream, event, error_body)
 

@@ -12,13 +12,32 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
+import msgspec
 from starlette.responses import StreamingResponse
 
 from a2a_hub.engine.stream import TaskStream
 from a2a_hub.protocol.errors import A2AError, InternalError
 from a2a_hub.stores.base import TaskEvent
 
-__all__ = ["SseReply", "sse_response"]
+__all__ = ["SseReply", "encoded_event", "sse_response"]
+
+_enc = msgspec.json.Encoder()
+_memo: dict[int, tuple[TaskEvent, bytes]] = {}
+_MEMO_SIZE = 512
+
+
+def encoded_event(event: TaskEvent) -> bytes:
+    """The 1.0 JSON of an event's payload, encoded once however many streams send it."""
+    key = id(event)
+    hit = _memo.get(key)
+    if hit is not None and hit[0] is event:
+        return hit[1]
+    data = _enc.encode(event.event)
+    if len(_memo) >= _MEMO_SIZE:
+        _memo.clear()
+    _memo[key] = (event, data)
+    return data
+
 
 log = logging.getLogger("a2a_hub.server")
 

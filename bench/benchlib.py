@@ -82,6 +82,16 @@ def proc_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
+def busy_cpu_seconds() -> float:
+    """CPU time all processes of the machine have used so far (every core, from /proc/stat)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def proc_rss_kib(pid: int) -> int:
     """Resident set size of a process in KiB (``VmRSS``)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

@@ -15,53 +15,65 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
 
 COLORS = {"a2a-hub": "#2b8a3e", "a2a-sdk": "#c92a2a", "ceiling": "#868e96"}
-
-
-def color(server: str) -> str:
-    return COLORS.get(server.split("/")[0], "#2b8a3e")
+ORDER = ["a2a-hub", "a2a-sdk", "ceiling"]
 
 
 def main() -> None:
     src, dst = Path(sys.argv[1]), Path(sys.argv[2])
     data: dict[str, Any] = json.loads(src.read_text())
     scenarios = [e for e in data.get("scenarios", []) if e["servers"]]
+    by_key = {e["key"]: e for e in data.get("scenarios", [])}
     meta, settings = data.get("meta", {}), data.get("settings", {})
-    fig, (ax_rps, ax_p99) = plt.subplots(2, 1, figsize=(13, 9.5), sharex=True)
+    fig, (ax_rps, ax_p99) = plt.subplots(2, 1, figsize=(13, 8.5), sharex=True)
+    width = 0.8 / len(ORDER)
 
-    labels: list[str] = []
     for i, e in enumerate(scenarios):
-        labels.append(e["title"].replace(" (", "\n("))
-        servers = list(e["servers"].items())
-        width = 0.8 / max(len(servers), 1)
-        for j, (server, fig_) in enumerate(servers):
-            x = i - 0.4 + width * (j + 0.5)
-            rps_bar = ax_rps.bar(x, fig_["rps"], width, color=color(server))
-            ax_rps.bar_label(rps_bar, [f"{fig_['rps']:,.0f}"], fontsize=7, rotation=90, padding=2)
-            ax_p99.bar(x, fig_["p99_ms"], width, color=color(server))
-            ax_rps.text(
-                x,
-                1,
-                server.split("/")[-1],
-                ha="center",
-                va="bottom",
-                fontsize=6.5,
-                rotation=90,
-                color="white",
-            )
+        bars: list[tuple[str, dict[str, Any], bool]] = []
+        for kind in ORDER:
+            own = next((v for k, v in e["servers"].items() if k.split("/")[0] == kind), None)
+            if own is not None:
+                bars.append((kind, own, False))
+            elif e["baseline"] != e["key"]:
+                # Store rows: the SDK's and the ceiling's in-memory figures, hatched, for scale.
+                ref = by_key.get(e["baseline"], {}).get("servers", {}).get(kind)
+                if ref is not None:
+                    bars.append((kind, ref, True))
+        for kind, figs, reference in bars:
+            x = i - 0.4 + width * (ORDER.index(kind) + 0.5)
+            style: dict[str, Any] = {"color": COLORS[kind]}
+            if reference:
+                style.update(alpha=0.35, hatch="//")
+            rps = ax_rps.bar(x, figs["rps"], width, **style)
+            ax_rps.bar_label(rps, [f"{figs['rps']:,.0f}"], fontsize=7, rotation=90, padding=2)
+            p99 = ax_p99.bar(x, figs["p99_ms"], width, **style)
+            ax_p99.bar_label(p99, [f"{figs['p99_ms']:.0f}"], fontsize=7, padding=1)
 
-    for ax, ylabel in ((ax_rps, "requests/s (median, log)"), (ax_p99, "p99 latency ms (log)")):
+    for ax, ylabel in ((ax_rps, "requests/s (median, log)"), (ax_p99, "p99 latency, ms (log)")):
         ax.set_yscale("log")
         ax.set_ylabel(ylabel)
         ax.grid(axis="y", which="both", alpha=0.3)
-    ax_p99.set_xticks(range(len(labels)), labels, fontsize=8)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLORS.values()]
-    ax_rps.legend(
+        ax.margins(y=0.15)
+    ax_p99.set_xticks(range(len(scenarios)), [e.get("short", e["title"]) for e in scenarios])
+    ax_p99.tick_params(axis="x", labelsize=8)
+    handles = [Patch(color=COLORS[k]) for k in ORDER] + [
+        Patch(facecolor="white", edgecolor="black", hatch="//")
+    ]
+    fig.legend(
         handles,
-        ["a2a-hub", "official a2a-sdk", "bare uvicorn+Starlette ceiling"],
-        loc="upper right",
+        [
+            "a2a-hub",
+            "official a2a-sdk",
+            "bare uvicorn+Starlette ceiling",
+            "in-memory figure, for reference",
+        ],
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.945),
+        ncol=4,
         fontsize=8,
+        frameon=False,
     )
     hub, sdk = meta.get("hub_env", {}), meta.get("sdk_env", {})
     title = (
@@ -88,7 +100,7 @@ def main() -> None:
         if parts:
             title += "\n" + "; ".join(parts)
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.925))
     fig.savefig(dst, dpi=110)
 
 

@@ -46,12 +46,12 @@ from benchlib import (
     SERVER_CPU,
     WORK,
     Server,
+    busy_cpu_seconds,
     draw_chart,
     env_float,
     env_int,
     free_port,
     http,
-    load_results,
     machine_info,
     pin,
     proc_cpu_seconds,
@@ -65,19 +65,21 @@ from rich.table import Table
 
 console = Console(width=200)
 
-DURATION = env_float("BENCH_DURATION", 5.0)
+# wrk takes whole seconds.
+DURATION = max(1, round(env_float("BENCH_DURATION", 5.0)))
 ROUNDS = env_int("BENCH_ROUNDS", 3)
-WARMUP = env_float("BENCH_WARMUP", 2.0)
+WARMUP = max(0, round(env_float("BENCH_WARMUP", 2.0)))
 CONNECTIONS = env_int("BENCH_CONNECTIONS", 32)
 THREADS = env_int("BENCH_THREADS", 1)
 TIMEOUT = env_float("BENCH_TIMEOUT", 10.0)
 ONLY = {s.strip() for s in (os.environ.get("BENCH_ONLY") or "").split(",") if s}
-REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
+# The bench's own key prefix, so it never touches anyone else's keys in the shared Redis.
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0?prefix=a2a-bench")
 POSTGRES_URL = os.environ.get("BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 LUA = BENCH / "wrk" / "a2a.lua"
 TEXT = "hello bench"
 PREFIX = "/a2a/echo"
-PG_AGENT = "bench-echo"  # rows the bench writes to the shared PostgreSQL are under this agent id
+DB_AGENT = "bench-echo"  # the agent id of what the bench writes to the shared PostgreSQL and Redis
 
 HUB, SDK, CEILING = "a2a-hub", "a2a-sdk", "ceiling"
 
@@ -116,6 +118,7 @@ class Scenario:
     #: The scenario whose SDK and ceiling figures a2a-hub is compared with (default: itself).
     baseline: str | None = None
     note: str = ""
+    short: str = ""  # label in the chart
 
 
 SEND_10 = rpc_body("SendMessage", {"message": MSG_10})
@@ -129,6 +132,7 @@ SCENARIOS = [
         [JSON_CT, V10],
         SEND_10,
         ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
+        short="SendMessage\n1.0 JSON-RPC",
     ),
     Scenario(
         "send03",
@@ -138,6 +142,7 @@ SCENARIOS = [
         [JSON_CT, V03],
         rpc_body("message/send", {"message": MSG_03, "configuration": {"blocking": True}}),
         ["completed", f"echo: {TEXT}"],
+        short="message/send\n0.3 JSON-RPC",
     ),
     Scenario(
         "rest",
@@ -147,6 +152,7 @@ SCENARIOS = [
         [JSON_CT, V10],
         json.dumps({"message": MSG_10}, separators=(",", ":")),
         ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
+        short="REST POST\n/message:send",
     ),
     Scenario(
         "stream",
@@ -156,6 +162,7 @@ SCENARIOS = [
         [JSON_CT, V10, "Accept: text/event-stream"],
         rpc_body("SendStreamingMessage", {"message": MSG_10}),
         ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
+        short="SendStreaming-\nMessage (SSE)",
     ),
     Scenario(
         "get",
@@ -165,6 +172,7 @@ SCENARIOS = [
         [JSON_CT, V10],
         rpc_body("GetTask", {"id": "@TASK@"}),
         ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
+        short="GetTask\n1.0 JSON-RPC",
     ),
     Scenario(
         "send-sqlite",
@@ -176,6 +184,7 @@ SCENARIOS = [
         ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
         baseline="send",
         note="vs the SDK's and the ceiling's in-memory SendMessage",
+        short="SendMessage\nSQLite store",
     ),
     Scenario(
         "send-redis",
@@ -187,6 +196,7 @@ SCENARIOS = [
         ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
         baseline="send",
         note="vs the SDK's and the ceiling's in-memory SendMessage",
+        short="SendMessage\nRedis store",
     ),
     Scenario(
         "send-postgres",
@@ -198,6 +208,7 @@ SCENARIOS = [
         ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
         baseline="send",
         note="vs the SDK's and the ceiling's in-memory SendMessage",
+        short="SendMessage\nPostgreSQL store",
     ),
 ]
 
@@ -234,6 +245,8 @@ def hub_server(key: str, store: str, agent: str = "echo") -> Server:
         str(port),
         "--log-level",
         "warning",
+        "--workers",
+        "1",
     ]
     return Server(key, argv, port, "/healthz")
 
@@ -263,11 +276,11 @@ def build_targets(tmp: Path) -> dict[str, Target]:
         ),
         f"{HUB}/sqlite": Target(hub_server(f"{HUB}/sqlite", sqlite_url), PREFIX, sqlite_url),
         f"{HUB}/redis": Target(
-            hub_server(f"{HUB}/redis", REDIS_URL, PG_AGENT), f"/a2a/{PG_AGENT}", REDIS_URL
+            hub_server(f"{HUB}/redis", REDIS_URL, DB_AGENT), f"/a2a/{DB_AGENT}", REDIS_URL
         ),
         f"{HUB}/postgres": Target(
-            hub_server(f"{HUB}/postgres", POSTGRES_URL, PG_AGENT),
-            f"/a2a/{PG_AGENT}",
+            hub_server(f"{HUB}/postgres", POSTGRES_URL, DB_AGENT),
+            f"/a2a/{DB_AGENT}",
             POSTGRES_URL,
         ),
     }
@@ -301,7 +314,7 @@ async def _pg(url: str, sql: str, *args: Any) -> Any:
 
 def pg_count(url: str) -> int:
     try:
-        n = asyncio.run(_pg(url, "SELECT count(*) FROM a2a_tasks WHERE agent_id = $1", PG_AGENT))
+        n = asyncio.run(_pg(url, "SELECT count(*) FROM a2a_tasks WHERE agent_id = $1", DB_AGENT))
     except Exception:
         return 0
     return int(n or 0)
@@ -310,9 +323,55 @@ def pg_count(url: str) -> int:
 def pg_clean(url: str) -> None:
     """Delete the bench's own rows (agent id ``bench-echo``) from the shared database."""
     try:
-        asyncio.run(_pg(url, "DELETE FROM a2a_tasks WHERE agent_id = $1", PG_AGENT))
+        asyncio.run(_pg(url, "DELETE FROM a2a_tasks WHERE agent_id = $1", DB_AGENT))
     except Exception as exc:
+        if "does not exist" in str(exc):
+            return  # no table yet: nothing to clean
+
         console.print(f"[yellow]could not clean the bench's PostgreSQL rows: {exc}[/yellow]")
+
+
+def _redis(url: str) -> tuple[Any, str]:
+    """A redis-py client for ``url`` and the store's key prefix (its ``prefix`` option)."""
+    from urllib.parse import parse_qs, urlsplit, urlunsplit
+
+    import redis
+
+    parts = urlsplit(url)
+    prefix = parse_qs(parts.query).get("prefix", ["a2a"])[0]
+    return redis.Redis.from_url(urlunsplit(parts._replace(query=""))), prefix
+
+
+def redis_count(url: str) -> int | None:
+    """Tasks of the bench's agent in the Redis store's index (key names from the store)."""
+    try:
+        from a2a_hub.stores.redis import RedisKeys
+
+        client, prefix = _redis(url)
+        with client:
+            return int(client.zcard(RedisKeys(prefix, DB_AGENT).tasks))
+    except Exception as exc:
+        console.print(f"[yellow]could not count the Redis store's tasks: {exc}[/yellow]")
+        return None
+
+
+def redis_clean(url: str) -> None:
+    """Delete the bench's own keys (its ``prefix``) from the shared Redis."""
+    try:
+        client, prefix = _redis(url)
+        if prefix == "a2a":
+            return  # the default prefix may hold someone else's tasks: leave it alone
+        with client:
+            batch: list[bytes] = []
+            for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+                batch.append(key)
+                if len(batch) >= 1000:
+                    client.delete(*batch)
+                    batch.clear()
+            if batch:
+                client.delete(*batch)
+    except Exception as exc:
+        console.print(f"[yellow]could not clean the bench's Redis keys: {exc}[/yellow]")
 
 
 def store_count(target: Target) -> int | None:
@@ -321,14 +380,24 @@ def store_count(target: Target) -> int | None:
         return sqlite_count(store)
     if store.startswith("postgres"):
         return pg_count(store)
+    if store.startswith("redis"):
+        return redis_count(store)
     return None
+
+
+def store_clean(target: Target) -> None:
+    store = target.store or ""
+    if store.startswith("postgres"):
+        pg_clean(store)
+    elif store.startswith("redis"):
+        redis_clean(store)
 
 
 # --- wrk -------------------------------------------------------------------------------
 
 
 def wrk_argv(
-    url: str, seconds: float, method: str, path: str, template: Path, sc: Scenario
+    url: str, seconds: int, method: str, path: str, template: Path, sc: Scenario
 ) -> list[str]:
     nonce = uuid.uuid4().hex[:12]
     return pin(
@@ -337,7 +406,7 @@ def wrk_argv(
             "wrk",
             f"-t{THREADS}",
             f"-c{CONNECTIONS}",
-            f"-d{seconds:g}s",
+            f"-d{seconds}s",
             f"--timeout={TIMEOUT:g}s",
             "-s",
             str(LUA),
@@ -353,17 +422,19 @@ def wrk_argv(
     )
 
 
-def run_wrk(target: Target, sc: Scenario, template: Path, seconds: float) -> dict[str, Any]:
+def run_wrk(target: Target, sc: Scenario, template: Path, seconds: int) -> dict[str, Any]:
     path = target.prefix + sc.path
     argv = wrk_argv(target.server.base + path, seconds, "POST", path, template, sc)
     pid = target.server.pid
     cpu0 = proc_cpu_seconds(pid)
+    busy0 = busy_cpu_seconds()
     child0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     res = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + TIMEOUT + 60)
     wall = time.monotonic() - t0
     child1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu1 = proc_cpu_seconds(pid)
+    busy1 = busy_cpu_seconds()
     out: dict[str, Any] = {}
     bad_sample = ""
     for line in res.stdout.splitlines():
@@ -372,7 +443,10 @@ def run_wrk(target: Target, sc: Scenario, template: Path, seconds: float) -> dic
         elif line.startswith("WRKBAD "):
             bad_sample = line[len("WRKBAD ") :]
     if not out:
-        raise RuntimeError(f"wrk gave no figures (exit {res.returncode}): {res.stderr.strip()}")
+        raise RuntimeError(
+            f"wrk gave no figures (exit {res.returncode}): {show(argv)}\n"
+            f"{(res.stderr or res.stdout).strip()[:2000]}"
+        )
     secs = out["duration_us"] / 1e6
     errors = (
         out["bad"]
@@ -390,6 +464,8 @@ def run_wrk(target: Target, sc: Scenario, template: Path, seconds: float) -> dic
         bad_sample=bad_sample,
         server_cpu=(cpu1 - cpu0) / wall if wall else 0.0,
         client_cpu=client_cpu / wall if wall else 0.0,
+        # Everything else that ran meanwhile (other processes, a database server), in cores.
+        other_cpu=max(0.0, ((busy1 - busy0) - (cpu1 - cpu0) - client_cpu) / wall) if wall else 0.0,
         bytes_per_response=out["bytes"] / out["requests"] if out["requests"] else 0,
     )
     target.acked += out["ok"]
@@ -430,6 +506,7 @@ def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         "p99_ms": med("p99_ms"),
         "server_cpu": med("server_cpu"),
         "client_cpu": med("client_cpu"),
+        "other_cpu": med("other_cpu"),
         "errors": sum(r["errors"] for r in rounds),
         "requests": sum(r["requests"] for r in rounds),
         "bytes_per_response": med("bytes_per_response"),
@@ -452,6 +529,7 @@ def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
                     "write_errors",
                     "server_cpu",
                     "client_cpu",
+                    "other_cpu",
                     "lat_max_us",
                 )
             }
@@ -465,6 +543,7 @@ def run_scenario(sc: Scenario, targets: dict[str, Target]) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "key": sc.key,
         "title": sc.title,
+        "short": sc.short or sc.title,
         "baseline": sc.baseline or sc.key,
         "note": sc.note,
         "path": sc.path or "(agent URL)",
@@ -494,7 +573,7 @@ def run_scenario(sc: Scenario, targets: dict[str, Target]) -> dict[str, Any]:
                 f"  round {r + 1}/{ROUNDS} {k:18} {res['rps']:9.0f} req/s  "
                 f"p50 {res['p50_ms']:7.2f} ms  p99 {res['p99_ms']:7.2f} ms  "
                 f"errors {res['errors']}  server CPU {res['server_cpu']:.0%}  "
-                f"wrk CPU {res['client_cpu']:.0%}"
+                f"wrk CPU {res['client_cpu']:.0%}  others {res['other_cpu']:.2f} cores"
             )
             time.sleep(0.3)
     for k in live:
@@ -538,8 +617,10 @@ def print_table(data: dict[str, Any]) -> None:
         ("p50 ms", "right"),
         ("p99 ms", "right"),
         ("errors", "right"),
+        ("B/resp", "right"),
         ("srv CPU", "right"),
         ("wrk CPU", "right"),
+        ("others", "right"),
         ("hub/SDK", "right"),
         ("hub/ceiling", "right"),
     ):
@@ -556,18 +637,29 @@ def print_table(data: dict[str, Any]) -> None:
                 f"{fig['p50_ms']:.2f}",
                 f"{fig['p99_ms']:.2f}",
                 f"[red]{errors}[/red]" if fig["errors"] else errors,
+                f"{fig['bytes_per_response']:.0f}",
                 f"{fig['server_cpu']:.0%}",
                 f"{fig['client_cpu']:.0%}",
+                f"{fig['other_cpu']:.2f}",
                 f"{vs_sdk:.2f}x" if vs_sdk else "",
                 f"{vs_ceiling:.0%}" if vs_ceiling else "",
             )
             first = False
         for key, why in e["skipped"].items():
-            table.add_row(e["title"] if first else "", key, "skipped", "", "", "", "", "", "", "")
-            table.add_row("", f"  [yellow]{why}[/yellow]", "", "", "", "", "", "", "", "")
+            table.add_row(e["title"] if first else "", key, "skipped")
+            table.add_row("", f"  [yellow]{why}[/yellow]")
             first = False
         table.add_section()
     console.print(table)
+    console.print(
+        "  req/s: good responses only (2xx and the body holds the expected completed task); "
+        "errors: bad responses + socket errors + timeouts (all rounds); B/resp: bytes per "
+        "response, headers included (the same work gives about the same size); srv CPU: the server "
+        "process (100% = one core); wrk CPU: the load generator; others: CPU used meanwhile "
+        "by every other process, in cores (the database server in the store rows; anything "
+        "else is outside load that skews the figures); hub/SDK: req/s ratio; hub/ceiling: "
+        "share of the ceiling's req/s."
+    )
     for e in data["scenarios"]:
         if e.get("note") and e["servers"]:
             console.print(f"  {e['title']}: ratios {e['note']}")
@@ -601,14 +693,13 @@ def main() -> int:
     durability: dict[str, Any] = {}
     try:
         for key, t in targets.items():
+            store_clean(t)  # what an earlier, interrupted run may have left
             why = t.server.start()
             if why is not None:
                 t.skipped = f"{t.store or key}: server did not start: {why}"
                 console.print(f"[yellow]{key} skipped: {why}[/yellow]")
                 continue
             started.append(t)
-            if (t.store or "").startswith("postgres"):
-                pg_clean(t.store or "")
             t.db_before = store_count(t) or 0
         for sc in scenarios:
             entries.append(run_scenario(sc, targets))
@@ -634,12 +725,11 @@ def main() -> int:
                     + ("every acknowledged task is there" if ok else "MISMATCH")
                 ),
             }
-            if (t.store or "").startswith("postgres"):
-                pg_clean(t.store or "")
+            store_clean(t)
         shutil.rmtree(tmp, ignore_errors=True)
 
     ratios(entries)
-    data = load_results()
+    data: dict[str, Any] = {}  # a fresh file each run; bench/scale.py adds its part after this
     sample = wrk_argv(
         "http://127.0.0.1:PORT/a2a/echo", DURATION, "POST", "/a2a/echo", Path("BODY"), SCENARIOS[0]
     )

@@ -26,7 +26,7 @@ import statistics
 import sys
 import time
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import uvloop
 from benchlib import (
@@ -87,9 +87,8 @@ class Sub(asyncio.Protocol):
         self.closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        transport.write(self.request)
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        self.transport.write(self.request)
 
     def data_received(self, data: bytes) -> None:
         now = time.time()
@@ -234,6 +233,8 @@ def hub_scale_server() -> Server:
         str(port),
         "--log-level",
         "warning",
+        "--workers",
+        "1",
     ]
     pythonpath = os.pathsep.join(p for p in (str(BENCH), os.environ.get("PYTHONPATH")) if p)
     return Server("a2a-hub-scale", argv, port, "/healthz", env={"PYTHONPATH": pythonpath})
@@ -302,7 +303,7 @@ async def fanout_part(count: int, rounds: int) -> dict[str, Any]:
         await asyncio.sleep(1)
         to_last: list[float] = []
         missed = 0
-        for r in range(1, rounds + 1):
+        for _ in range(rounds):
             before = len(delays)
             tally.goal = before + len(subs)
             tally.done.clear()

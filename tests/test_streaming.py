@@ -195,6 +195,12 @@ async def test_disconnect_does_not_cancel_and_replay_of_a_finished_task(
         json=rpc_body("SendStreamingMessage", {"message": user_message("go")}),
     )
     task_id = head[0].data["result"]["task"]["id"]
+    engine = server.hub.agents["chatty"].engine
+    for _ in range(200):  # the server noticed the client leaving and dropped its subscription
+        if task_id not in engine._topics:
+            break
+        await asyncio.sleep(0.01)
+    assert task_id not in engine._topics
     for _ in range(200):
         got = (await http.post(url, headers=V10, json=rpc_body("GetTask", {"id": task_id}))).json()
         if got["result"]["status"]["state"] == "TASK_STATE_COMPLETED":

@@ -87,7 +87,7 @@ def serve(
     import uvicorn
 
     from a2a_hub.server import Hub, create_app
-    from a2a_hub.server.app import SETTINGS_ENV
+    from a2a_hub.server.app import SETTINGS_ENV, tune_gc
 
     try:
         overrides = {
@@ -135,8 +135,10 @@ def serve(
             access_log=False,
         )
         return
+    app = create_app(hub)
+    tune_gc()
     uvicorn.run(
-        create_app(hub),
+        app,
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level.lower(),

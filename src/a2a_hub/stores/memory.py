@@ -8,7 +8,7 @@ it would against a real backend.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import msgspec
 
@@ -32,14 +32,15 @@ _event_dec = msgspec.json.Decoder(TaskEvent)
 _push_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
 
 
-@dataclass
-class _Entry:
+class _Entry(NamedTuple):
+    """One task, all immutable: a tuple of atoms, so the garbage collector stops tracking it
+    (a store of many tasks then adds nothing to the collector's pauses)."""
+
     task: bytes
     context_id: str
     state: str
     updated_at: float
-    events: list[bytes] = field(default_factory=list)
-    push: dict[str, bytes] = field(default_factory=dict)
+    events: tuple[bytes, ...] = ()
 
 
 class MemoryStore(Store):
@@ -48,6 +49,7 @@ class MemoryStore(Store):
     def __init__(self, url: str = "memory://") -> None:
         self.url = url
         self._tasks: dict[tuple[str, str], _Entry] = {}
+        self._push: dict[tuple[str, str], dict[str, bytes]] = {}
 
     async def get_task(self, agent_id: str, task_id: str) -> Task | None:
         entry = self._tasks.get((agent_id, task_id))
@@ -66,13 +68,10 @@ class MemoryStore(Store):
                 raise ValueError(f"event seq {ev.seq} does not follow {last + offset - 1}")
         blob = _enc.encode(task)
         stamp = max(now(), entry.updated_at) if entry else now()
-        if entry is None:
-            entry = _Entry(blob, task.context_id, task.status.state.value, stamp)
-            self._tasks[key] = entry
-        else:
-            entry.task, entry.context_id = blob, task.context_id
-            entry.state, entry.updated_at = task.status.state.value, stamp
-        entry.events.extend(_enc.encode(ev) for ev in events)
+        logged = entry.events if entry else ()
+        if events:
+            logged = (*logged, *(_enc.encode(ev) for ev in events))
+        self._tasks[key] = _Entry(blob, task.context_id, task.status.state.value, stamp, logged)
 
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
         rows = [
@@ -99,6 +98,7 @@ class MemoryStore(Store):
         )
 
     async def delete_task(self, agent_id: str, task_id: str) -> bool:
+        self._push.pop((agent_id, task_id), None)
         return self._tasks.pop((agent_id, task_id), None) is not None
 
     async def read_events(
@@ -122,21 +122,19 @@ class MemoryStore(Store):
         entry = self._tasks.get((agent_id, task_id))
         if entry is None:
             raise TaskNotFoundError(f"Task {task_id} not found")
-        entry.push[config.id or task_id] = _enc.encode(config)
+        self._push.setdefault((agent_id, task_id), {})[config.id or task_id] = _enc.encode(config)
 
     async def get_push_config(
         self, agent_id: str, task_id: str, config_id: str
     ) -> TaskPushNotificationConfig | None:
-        entry = self._tasks.get((agent_id, task_id))
-        blob = entry.push.get(config_id) if entry else None
+        blob = self._push.get((agent_id, task_id), {}).get(config_id)
         return None if blob is None else _push_dec.decode(blob)
 
     async def list_push_configs(
         self, agent_id: str, task_id: str
     ) -> list[TaskPushNotificationConfig]:
-        entry = self._tasks.get((agent_id, task_id))
-        return [_push_dec.decode(b) for b in entry.push.values()] if entry else []
+        return [_push_dec.decode(b) for b in self._push.get((agent_id, task_id), {}).values()]
 
     async def delete_push_config(self, agent_id: str, task_id: str, config_id: str) -> bool:
-        entry = self._tasks.get((agent_id, task_id))
-        return entry is not None and entry.push.pop(config_id, None) is not None
+        configs = self._push.get((agent_id, task_id))
+        return configs is not None and configs.pop(config_id, None) is not None

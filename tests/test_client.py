@@ -161,7 +161,8 @@ class Saboteur:
 async def test_stream_survives_server_side_cuts(transport: str) -> None:
     hub = make_hub({"chatty": ChattyExecutor(chunks=120, pause_every=2)})
     live = LiveServer(hub)
-    saboteur = Saboteur(create_app(hub), kills=5)
+    # a write may carry several events: cut after a few writes
+    saboteur = Saboteur(create_app(hub), kills=5, budgets=(1, 6))
     live.server.config.app = saboteur
     live.server.config.loaded = False
     async with (

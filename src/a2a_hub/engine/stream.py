@@ -227,6 +227,11 @@ class TaskStream:
                 self._pending.extend(fresh)
                 return True
 
+    @property
+    def ready(self) -> bool:
+        """True when :meth:`next` has an event (or the end) without waiting."""
+        return self._done or bool(self._pending) or bool(self.sub.buffer)
+
     def __aiter__(self) -> TaskStream:
         return self
 

@@ -114,29 +114,41 @@ def sse_response(reply: SseReply, heartbeat: float) -> Response:
 
 
 async def _frames(reply: SseReply, heartbeat: float) -> AsyncIterator[bytes]:
+    """The stream's frames; events already waiting are joined into one write."""
     stream = reply.stream
     try:
         while True:
+            chunk: list[bytes] = []
             try:
                 event = await stream.next(heartbeat)
+                idle = event is None
+                while event is not None:
+                    data = reply.encode(event)
+                    if data is not None:
+                        chunk.append(
+                            b"id: %d\ndata: %b\n\n" % (event.seq, data)
+                            if event.seq
+                            else b"data: %b\n\n" % data
+                        )
+                    event = await stream.next(heartbeat) if stream.ready else None
             except StopAsyncIteration:
+                if chunk:
+                    yield b"".join(chunk)
                 return
             except A2AError as err:
-                yield b"event: error\ndata: " + reply.encode_error(err) + b"\n\n"
+                chunk.append(b"event: error\ndata: " + reply.encode_error(err) + b"\n\n")
+                yield b"".join(chunk)
                 return
             except Exception:
                 log.exception("stream of task %s failed", stream.task_id)
-                yield b"event: error\ndata: " + reply.encode_error(InternalError()) + b"\n\n"
+                chunk.append(
+                    b"event: error\ndata: " + reply.encode_error(InternalError()) + b"\n\n"
+                )
+                yield b"".join(chunk)
                 return
-            if event is None:
+            if chunk:
+                yield b"".join(chunk)
+            elif idle:
                 yield b": keep-alive\n\n"
-                continue
-            data = reply.encode(event)
-            if data is None:
-                continue
-            if event.seq:
-                yield b"id: %d\ndata: %b\n\n" % (event.seq, data)
-            else:
-                yield b"data: %b\n\n" % data
     finally:
         stream.close()

@@ -18,7 +18,6 @@ stream ends after a terminal or interrupted state (or an immediate message).
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from typing import TYPE_CHECKING
 
 from a2a_hub.protocol.errors import InvalidParamsError, UnsupportedOperationError
@@ -45,17 +44,21 @@ class LogTrimmedError(UnsupportedOperationError):
 
 
 class Subscription:
-    """A bounded mailbox of one subscriber on one task's topic."""
+    """A bounded mailbox of one subscriber on one task's topic.
 
-    __slots__ = ("buffer", "limit", "overflowed", "overflows", "wake")
+    Kept small (lists, one waiter future only while waiting): ten thousand idle
+    subscribers should cost little memory.
+    """
+
+    __slots__ = ("_waiter", "buffer", "limit", "overflowed", "overflows")
 
     def __init__(self, limit: int = DEFAULT_BUFFER) -> None:
-        self.buffer: deque[TaskEvent] = deque()
+        self.buffer: list[TaskEvent] = []
         self.limit = limit
         self.overflowed = False
         #: How many times this subscriber fell behind and had to catch up from the log.
         self.overflows = 0
-        self.wake = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None
 
     def push(self, event: TaskEvent) -> None:
         """Called by the publisher; never blocks, never grows past ``limit``."""
@@ -66,7 +69,23 @@ class Subscription:
                 self.buffer.clear()
             else:
                 self.buffer.append(event)
-        self.wake.set()
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake the subscriber if it waits."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self) -> None:
+        """Until something is pushed (returns at once if something is there)."""
+        if self.buffer or self.overflowed:
+            return
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await waiter
+        finally:
+            self._waiter = None
 
 
 def is_internal(event: StreamResponse) -> bool:
@@ -101,6 +120,19 @@ class TaskStream:
     seconds, so that the transport can send a heartbeat.
     """
 
+    __slots__ = (
+        "_catching_up",
+        "_closed",
+        "_done",
+        "_pending",
+        "after",
+        "engine",
+        "finite",
+        "last",
+        "sub",
+        "task_id",
+    )
+
     def __init__(
         self,
         engine: TaskEngine,
@@ -114,7 +146,7 @@ class TaskStream:
         self.after = after
         self.last = after if after is not None else -1
         self.sub = Subscription(buffer)
-        self._pending: deque[TaskEvent] = deque()
+        self._pending: list[TaskEvent] = []
         self._done = False
         self._closed = False
         #: True while the stream reads the log page by page (a replay, or after falling behind).
@@ -167,7 +199,7 @@ class TaskStream:
             if self._done:
                 raise StopAsyncIteration
             if self._pending:
-                event = self._pending.popleft()
+                event = self._pending.pop(0)
             elif self._catching_up:
                 page = await self._backlog(max(self.last, 0))
                 self._pending.extend(e for e in page if e.seq > self.last)
@@ -182,20 +214,19 @@ class TaskStream:
                 self._catching_up = True
                 continue
             elif self.sub.buffer:
-                event = self.sub.buffer.popleft()
+                event = self.sub.buffer.pop(0)
             elif self.engine.live(self.task_id) is None and self.engine.cluster is not None:
                 # the task runs in another instance (or nowhere): follow the shared log
                 if await self._follow_remote(idle):
                     continue
                 return None
             else:
-                self.sub.wake.clear()
                 if idle is None:
-                    await self.sub.wake.wait()
+                    await self.sub.wait()
                 else:
                     try:
                         async with asyncio.timeout(idle):  # no extra task per wait
-                            await self.sub.wake.wait()
+                            await self.sub.wait()
                     except TimeoutError:
                         return None
                 continue

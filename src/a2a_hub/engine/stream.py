@@ -223,12 +223,15 @@ class TaskStream:
             else:
                 if idle is None:
                     await self.sub.wait()
-                else:
-                    try:
-                        async with asyncio.timeout(idle):  # no extra task per wait
-                            await self.sub.wait()
-                    except TimeoutError:
-                        return None
+                    continue
+                # a plain timer that wakes the mailbox: no task, no timeout context
+                timer = asyncio.get_running_loop().call_later(idle, self.sub.wake)
+                try:
+                    await self.sub.wait()
+                finally:
+                    timer.cancel()
+                if not (self.sub.buffer or self.sub.overflowed or self._done):
+                    return None  # quiet for ``idle`` seconds
                 continue
             if event.seq and event.seq <= self.last:
                 continue  # already delivered by the backlog

@@ -57,12 +57,14 @@ class SseReply:
 
 
 class SseResponse(Response):
-    """An event stream written straight to the ASGI ``send``.
+    """An event stream written straight to the ASGI ``send`` by the request's own task.
 
-    Starlette's StreamingResponse runs two tasks in an anyio task group per stream;
-    here the stream is written by the request's own task and one small task waits
-    for the client to go away (then the writer is cancelled and the subscription
-    closed).  That is less memory per idle subscriber and less work per event.
+    Starlette's StreamingResponse runs two tasks per stream in an anyio task group,
+    one of them only to notice the client leaving.  Here nothing else runs: the
+    writer asks :func:`client_gone` whenever the stream has been quiet for a
+    heartbeat and, while events flow, at most once a heartbeat.  A client that left
+    is noticed within one heartbeat (15 s by default), and ten thousand idle
+    subscribers cost no extra tasks.
     """
 
     media_type = "text/event-stream"
@@ -77,35 +79,39 @@ class SseResponse(Response):
         self.heartbeat = heartbeat
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        writer = asyncio.current_task()
-        gone = asyncio.ensure_future(_wait_disconnect(receive))
-
-        def stop_writer(_: object) -> None:
-            if writer is not None:
-                writer.cancel()
-
-        gone.add_done_callback(stop_writer)
+        loop = asyncio.get_running_loop()
+        checked = loop.time()
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
             async for frame in _frames(self.reply, self.heartbeat):
+                now = loop.time()
+                if now - checked >= self.heartbeat:
+                    checked = now
+                    if client_gone(receive):
+                        return
                 await send({"type": "http.response.body", "body": frame, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except asyncio.CancelledError:
-            if not gone.done() or writer is None:
-                raise  # cancelled by the server, not by the client leaving
-            writer.uncancel()
         except OSError:
             pass  # the client went away mid-write
         finally:
-            gone.remove_done_callback(stop_writer)
-            if not gone.done():
-                gone.cancel()
             self.reply.stream.close()
 
 
-async def _wait_disconnect(receive: Any) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
+def client_gone(receive: Any) -> bool:
+    """True if the client has disconnected, found without waiting.
+
+    After the request body, ``receive()`` only returns when the client leaves: if
+    it completes at once the client is gone; if it would wait, the attempt is
+    dropped (closing the coroutine withdraws it) and the client is still there.
+    """
+    attempt = receive()
+    try:
+        attempt.send(None)
+    except StopIteration as done:
+        message = done.value
+        return isinstance(message, dict) and message.get("type") == "http.disconnect"
+    attempt.close()
+    return False
 
 
 def sse_response(reply: SseReply, heartbeat: float) -> Response:

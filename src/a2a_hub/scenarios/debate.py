@@ -33,7 +33,8 @@ VERDICT_SCHEMA: dict[str, Any] = {
         "pro_debater": _SCORES,
         "con_debater": _SCORES,
         "winner": {"type": "string", "enum": list(ROLES)},
-        "reason": {"type": "string"},
+        # bounded, so that a rambling model cannot run out of tokens mid-string
+        "reason": {"type": "string", "minLength": 1, "maxLength": 300},
     },
     "required": ["pro_debater", "con_debater", "winner", "reason"],
 }
@@ -196,6 +197,8 @@ class DebateJudge(GreenAgent):
             ChatMessage(role="user", content=f"Topic: {topic}\n\n{debate}"),
         ]
         try:
-            return await structured(self.provider, messages, VERDICT_SCHEMA, tries=2)
+            return await structured(
+                self.provider, messages, VERDICT_SCHEMA, tries=2, max_tokens=700, temperature=0.0
+            )
         except LLMError as exc:
             raise ParticipantError(f"the judge's model gave no valid verdict: {exc}") from exc

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater, text_of
-from a2a_hub.llm import ChatMessage, LLMError, LLMProvider, get_provider
+from a2a_hub.llm import ChatMessage, LazyProvider, LLMError, LLMProvider
 from a2a_hub.protocol.types import Message, Role
 
 __all__ = ["LLMExecutor", "chat_messages"]
@@ -62,21 +62,14 @@ class LLMExecutor(AgentExecutor):
         self.max_tokens = int(max_tokens)
         self.temperature = float(temperature)
         self.history_turns = int(history_turns)
-        self._provider_args: dict[str, Any] = {
-            "name": provider,
-            "model": model,
-            "base_url": base_url,
-            "api_key": api_key,
-            **options,
-        }
-        self._provider: LLMProvider | None = None
+        self._llm = LazyProvider(
+            provider, model=model, base_url=base_url, api_key=api_key, **options
+        )
 
     @property
     def provider(self) -> LLMProvider:
         """The provider, created on first use (the embedded model loads then)."""
-        if self._provider is None:
-            self._provider = get_provider(**self._provider_args)
-        return self._provider
+        return self._llm.get()
 
     def messages_for(self, history: list[Message]) -> list[ChatMessage]:
         """What the model is sent for a conversation (override to shape prompts)."""

@@ -31,6 +31,7 @@ __all__ = [
     "ChatMessage",
     "LLMError",
     "LLMProvider",
+    "LazyProvider",
     "get_provider",
     "structured",
 ]
@@ -83,3 +84,31 @@ def get_provider(
 
         return EmbeddedProvider(model=model, **options)
     raise ValueError(f"unknown LLM provider {chosen!r}; known providers: {', '.join(PROVIDERS)}")
+
+
+class LazyProvider:
+    """Provider settings now, the provider itself on first use (the embedded model loads then)."""
+
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        **options: Any,
+    ) -> None:
+        self._args: dict[str, Any] = {
+            "name": name,
+            "model": model,
+            "base_url": base_url,
+            "api_key": api_key,
+            **options,
+        }
+        self._provider: LLMProvider | None = None
+
+    def get(self) -> LLMProvider:
+        """The provider (created once)."""
+        if self._provider is None:
+            self._provider = get_provider(**self._args)
+        return self._provider

@@ -13,7 +13,7 @@ from typing import Any
 
 from a2a_hub.agents.llm import LLMExecutor
 from a2a_hub.engine.executor import TaskUpdater
-from a2a_hub.llm import ChatMessage, LLMError, LLMProvider, get_provider, structured
+from a2a_hub.llm import ChatMessage, LazyProvider, LLMError, LLMProvider, structured
 from a2a_hub.scenarios.green import GreenAgent, ParticipantError, Participants
 from a2a_hub.scenarios.models import EvalRequest, EvalResult
 
@@ -107,21 +107,14 @@ class DebateJudge(GreenAgent):
         api_key: str | None = None,
         **options: Any,
     ):
-        self._provider_args: dict[str, Any] = {
-            "name": provider,
-            "model": model,
-            "base_url": base_url,
-            "api_key": api_key,
-            **options,
-        }
-        self._provider: LLMProvider | None = None
+        self._llm = LazyProvider(
+            provider, model=model, base_url=base_url, api_key=api_key, **options
+        )
 
     @property
     def provider(self) -> LLMProvider:
         """The judge's model, created on first use."""
-        if self._provider is None:
-            self._provider = get_provider(**self._provider_args)
-        return self._provider
+        return self._llm.get()
 
     def validate_request(self, request: EvalRequest) -> str | None:
         problems = []

@@ -21,13 +21,15 @@ Rules every backend keeps:
 from __future__ import annotations
 
 import base64
+import functools
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import msgspec
 
-from a2a_hub.protocol.errors import InvalidParamsError
+from a2a_hub.protocol.errors import InvalidParamsError, StoreUnavailableError
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
 from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 
@@ -41,6 +43,8 @@ __all__ = [
     "TaskStore",
     "decode_page_token",
     "encode_page_token",
+    "guarded",
+    "unavailable_error",
 ]
 
 
@@ -95,6 +99,49 @@ def decode_page_token(token: str) -> tuple[float, str]:
             "previous ListTasks response, or omit it for the first page"
         ) from exc
     return updated_at, task_id
+
+
+def unavailable_error(url: str, exc: BaseException) -> StoreUnavailableError:
+    """The error for "the store's server cannot be reached", naming the (password-free) URL."""
+    cause = getattr(exc, "orig", None) or exc
+    detail = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
+    reason = f"{type(cause).__name__}: {detail}" if detail else type(cause).__name__
+    return StoreUnavailableError(f"Task store {url} is unavailable ({reason})")
+
+
+class _Guardable(Protocol):
+    def _unavailable(self, exc: BaseException) -> StoreUnavailableError: ...
+
+
+_S = TypeVar("_S", bound=_Guardable)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def guarded(
+    unreachable: Callable[[BaseException], bool],
+) -> Callable[
+    [Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]]],
+    Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]],
+]:
+    """Decorate a backend's methods: failures ``unreachable`` says mean "cannot reach the
+    server" become :class:`StoreUnavailableError` (through the backend's ``_unavailable``)."""
+
+    def decorate(
+        method: Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]],
+    ) -> Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]]:
+        @functools.wraps(method)
+        async def wrapper(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                return await method(self, *args, **kwargs)
+            except Exception as exc:
+                if unreachable(exc):
+                    raise self._unavailable(exc) from exc
+                raise
+
+        return wrapper
+
+    return decorate
 
 
 def now() -> float:

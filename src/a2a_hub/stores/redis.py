@@ -79,9 +79,9 @@ import functools
 import hashlib
 import math
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import msgspec
@@ -105,7 +105,9 @@ from a2a_hub.stores.base import (
     TaskQuery,
     decode_page_token,
     encode_page_token,
+    guarded,
     now,
+    unavailable_error,
 )
 from a2a_hub.stores.coordinator import Coordinator
 
@@ -484,24 +486,14 @@ _UNREACHABLE = (
     redis_exc.ReadOnlyError,  # a replica after a failover
     OSError,  # includes the builtin TimeoutError
 )
-_S = TypeVar("_S", bound="RedisStore")
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
 
 
-def _guarded(
-    method: Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]],
-) -> Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]]:
-    """Turn "cannot reach Redis" failures into :class:`StoreUnavailableError`."""
+def _unreachable(exc: BaseException) -> bool:
+    """Redis cannot be reached (or is a read-only replica after a failover)."""
+    return isinstance(exc, _UNREACHABLE)
 
-    @functools.wraps(method)
-    async def wrapper(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        try:
-            return await method(self, *args, **kwargs)
-        except _UNREACHABLE as exc:
-            raise self._unavailable(exc) from exc
 
-    return wrapper
+_guarded = guarded(_unreachable)
 
 
 def _check_events(events: Sequence[TaskEvent]) -> None:
@@ -569,11 +561,7 @@ class RedisStore(Store):
         return RedisCoordinator(self)
 
     def _unavailable(self, exc: BaseException) -> StoreUnavailableError:
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        reason = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
-        return StoreUnavailableError(
-            f"Task store {self.options.safe_url} is unavailable ({reason})"
-        )
+        return unavailable_error(self.options.safe_url, exc)
 
     @property
     def client(self) -> aioredis.Redis:

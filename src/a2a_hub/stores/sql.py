@@ -11,11 +11,10 @@ conditional write instead of an extra read: one transaction, two statements.
 
 from __future__ import annotations
 
-import functools
 import importlib
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
 import msgspec
 from sqlalchemy import (
@@ -56,7 +55,9 @@ from a2a_hub.stores.base import (
     TaskQuery,
     decode_page_token,
     encode_page_token,
+    guarded,
     now,
+    unavailable_error,
 )
 from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 
@@ -254,28 +255,16 @@ class _Statements:
 # --- helpers ---------------------------------------------------------------------------
 
 _UNREACHABLE = (OSError, sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
-_S = TypeVar("_S", bound="SqlStore")
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
 
 
-def _guarded(
-    method: Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]],
-) -> Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]]:
-    """Turn "cannot reach the database" failures into :class:`StoreUnavailableError`."""
+def _unreachable(exc: BaseException) -> bool:
+    """The database cannot be reached (or dropped the connection under us)."""
+    if isinstance(exc, _UNREACHABLE):
+        return True
+    return isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
 
-    @functools.wraps(method)
-    async def wrapper(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        try:
-            return await method(self, *args, **kwargs)
-        except _UNREACHABLE as exc:
-            raise self._unavailable(exc) from exc
-        except sa_exc.DBAPIError as exc:
-            if exc.connection_invalidated:
-                raise self._unavailable(exc) from exc
-            raise
 
-    return wrapper
+_guarded = guarded(_unreachable)
 
 
 def _engine_url(url: str) -> tuple[URL, str]:
@@ -390,10 +379,7 @@ class SqlStore(Store):
         return self._safe_url
 
     def _unavailable(self, exc: BaseException) -> StoreUnavailableError:
-        cause = getattr(exc, "orig", None) or exc
-        detail = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
-        reason = f"{type(cause).__name__}: {detail}" if detail else type(cause).__name__
-        return StoreUnavailableError(f"Task store {self._safe_url} is unavailable ({reason})")
+        return unavailable_error(self._safe_url, exc)
 
     @property
     def engine(self) -> AsyncEngine:

@@ -41,7 +41,6 @@ from a2a_hub.protocol.types import (
     TaskStatus,
 )
 from a2a_hub.protocol.v03 import (
-    _b64decode,
     _b64encode,
     _convert,
     _copy_keys,
@@ -50,7 +49,6 @@ from a2a_hub.protocol.v03 import (
     _decode_task_query,
     _encode_auth,
     _fail,
-    _json_type,
     _obj,
     _opt_history_length,
     _opt_list,
@@ -59,6 +57,9 @@ from a2a_hub.protocol.v03 import (
     _req_list,
     _req_obj,
     _req_str,
+)
+from a2a_hub.protocol.v03 import (
+    _decode_part as _decode_part_tagged,
 )
 
 __all__ = [
@@ -137,53 +138,8 @@ def is_legacy_task(task: Task) -> bool:
 
 
 def _decode_part(v: Any, path: str) -> dict[str, Any]:
-    p = _obj(v, path)
-    typ = p.get("type")
-    out: dict[str, Any]
-    if typ == "text":
-        text = p.get("text")
-        if text is None:
-            _fail(f"{path}.text", "required field is missing")
-        if not isinstance(text, str):
-            _fail(f"{path}.text", f"expected a string, got {_json_type(text)}")
-        out = {"text": text}
-    elif typ == "file":
-        fpath = f"{path}.file"
-        f = _req_obj(p, "file", path)
-        # The 0.1 spec's own examples put the base64 content under "data": accept it.
-        bkey = "bytes" if f.get("bytes") is not None else "data"
-        b = f.get(bkey)
-        uri = f.get("uri")
-        if b is not None and uri is not None:
-            _fail(fpath, f"must have exactly one of 'bytes' or 'uri', got {bkey!r} and 'uri'")
-        if b is not None:
-            if not isinstance(b, str):
-                _fail(f"{fpath}.{bkey}", f"expected a base64 string, got {_json_type(b)}")
-            out = {"raw": _b64decode(b, f"{fpath}.{bkey}")}
-        elif uri is not None:
-            if not isinstance(uri, str):
-                _fail(f"{fpath}.uri", f"expected a string, got {_json_type(uri)}")
-            out = {"url": uri}
-        else:
-            _fail(fpath, "must have one of 'bytes' or 'uri'")
-        mime = _opt_str(f, "mimeType", fpath)
-        if mime is not None:
-            out["mediaType"] = mime
-        name = _opt_str(f, "name", fpath)
-        if name is not None:
-            out["filename"] = name
-    elif typ == "data":
-        if "data" not in p:
-            _fail(f"{path}.data", "required field is missing")
-        out = {"data": p["data"]}
-    elif typ is None:
-        _fail(f"{path}.type", "required field is missing")
-    else:
-        _fail(path, f"unknown part type {typ!r} (expected 'text', 'file' or 'data')")
-    md = p.get("metadata")
-    if md is not None:
-        out["metadata"] = md
-    return out
+    # the 0.1 spec's own examples put a file's base64 content under "data": accept it too
+    return _decode_part_tagged(v, path, tag="type", byte_keys=("bytes", "data"))
 
 
 def _decode_parts(d: dict[str, Any], path: str) -> list[dict[str, Any]]:

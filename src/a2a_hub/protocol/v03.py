@@ -293,9 +293,15 @@ def _decode_task_id(params: Any) -> str:
 # --- parts and messages ---------------------------------------------------------------
 
 
-def _decode_part(v: Any, path: str) -> dict[str, Any]:
+def _decode_part(
+    v: Any, path: str, *, tag: str = "kind", byte_keys: tuple[str, ...] = ("bytes",)
+) -> dict[str, Any]:
+    """A tagged part (0.3 ``kind``, 0.1 ``type``) -> canonical Part dict.
+
+    ``byte_keys`` are the names a file's base64 content may have (0.1 examples use ``data``).
+    """
     p = _obj(v, path)
-    kind = p.get("kind")
+    kind = p.get(tag)
     out: dict[str, Any]
     if kind == "text":
         text = p.get("text")
@@ -307,14 +313,15 @@ def _decode_part(v: Any, path: str) -> dict[str, Any]:
     elif kind == "file":
         fpath = f"{path}.file"
         f = _req_obj(p, "file", path)
-        b = f.get("bytes")
+        bkey = next((k for k in byte_keys if f.get(k) is not None), byte_keys[0])
+        b = f.get(bkey)
         uri = f.get("uri")
         if b is not None and uri is not None:
-            _fail(fpath, "must have exactly one of 'bytes' or 'uri', got both")
+            _fail(fpath, f"must have exactly one of 'bytes' or 'uri', got {bkey!r} and 'uri'")
         if b is not None:
             if not isinstance(b, str):
-                _fail(f"{fpath}.bytes", f"expected a base64 string, got {_json_type(b)}")
-            out = {"raw": _b64decode(b, f"{fpath}.bytes")}
+                _fail(f"{fpath}.{bkey}", f"expected a base64 string, got {_json_type(b)}")
+            out = {"raw": _b64decode(b, f"{fpath}.{bkey}")}
         elif uri is not None:
             if not isinstance(uri, str):
                 _fail(f"{fpath}.uri", f"expected a string, got {_json_type(uri)}")
@@ -332,9 +339,9 @@ def _decode_part(v: Any, path: str) -> dict[str, Any]:
             _fail(f"{path}.data", "required field is missing")
         out = {"data": p["data"]}
     elif kind is None:
-        _fail(f"{path}.kind", "required field is missing")
+        _fail(f"{path}.{tag}", "required field is missing")
     else:
-        _fail(path, f"unknown part kind {kind!r} (expected 'text', 'file' or 'data')")
+        _fail(path, f"unknown part {tag} {kind!r} (expected 'text', 'file' or 'data')")
     md = p.get("metadata")
     if md is not None:
         out["metadata"] = md

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -33,7 +33,7 @@ err_console = Console(stderr=True, soft_wrap=True)
 console = Console(soft_wrap=True)
 
 if TYPE_CHECKING:
-    from a2a_hub.client import A2AClient
+    from a2a_hub.client import A2AClient, StreamItem
 
 
 @app.callback()
@@ -199,18 +199,53 @@ def _run(work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         raise typer.Exit(130) from None
 
 
-async def _connect(
+def _with_client(
     url: str,
     transport: str | None,
     api_key: str | None,
     bearer: str | None,
-    headers: list[str] | None,
-) -> A2AClient:
-    from a2a_hub.client import A2AClient
+    header: list[str] | None,
+    use: Callable[[A2AClient], Awaitable[None]],
+) -> None:
+    """Connect to the agent at ``url``, run ``use`` with the client, report failures."""
 
-    return await A2AClient.connect(
-        url, transport=transport, api_key=api_key, bearer=bearer, headers=_headers(headers)
-    )
+    async def work() -> None:
+        from a2a_hub.client import A2AClient
+
+        client = await A2AClient.connect(
+            url, transport=transport, api_key=api_key, bearer=bearer, headers=_headers(header)
+        )
+        async with client:
+            await use(client)
+
+    _run(work)
+
+
+def _print_json(value: object) -> None:
+    from a2a_hub._render import to_json
+
+    console.print(to_json(value), markup=False, highlight=False)
+
+
+def _show(value: object, as_json: bool, human: Callable[[], None]) -> None:
+    """Print ``value`` as JSON with ``--json``, else the human way."""
+    if as_json:
+        _print_json(value)
+    else:
+        human()
+
+
+async def _follow(items: AsyncIterator[StreamItem], as_json: bool) -> None:
+    """Print a stream as it arrives."""
+    from a2a_hub._render import EventPrinter
+
+    printer = EventPrinter(console)
+    async for item in items:
+        if as_json:
+            _print_json({"id": item.id, "event": item.response})
+        else:
+            printer.show(item.response)
+    printer.finish()
 
 
 @app.command()
@@ -222,31 +257,18 @@ def card(
     header: Headers = None,
 ) -> None:
     """Show the agent card at URL (a base URL or the card's own URL)."""
-    from a2a_hub._render import print_card, to_json
-    from a2a_hub.client import fetch_card
+    from a2a_hub._render import print_card
+    from a2a_hub.client import A2AClient, fetch_card
 
     async def work() -> None:
         import httpx
 
+        headers = A2AClient.auth_headers(_headers(header), api_key=api_key, bearer=bearer)
         async with httpx.AsyncClient(timeout=30) as http:
-            found, _ = await fetch_card(http, url, _client_headers(api_key, bearer, header))
-        if as_json:
-            console.print(to_json(found), markup=False, highlight=False)
-        else:
-            print_card(console, found)
+            found, _ = await fetch_card(http, url, headers)
+        _show(found, as_json, lambda: print_card(console, found))
 
     _run(work)
-
-
-def _client_headers(
-    api_key: str | None, bearer: str | None, header: list[str] | None
-) -> dict[str, str]:
-    headers = _headers(header)
-    if api_key:
-        headers["x-api-key"] = api_key
-    if bearer:
-        headers["Authorization"] = f"Bearer {bearer}"
-    return headers
 
 
 @app.command()
@@ -265,26 +287,16 @@ def send(
     header: Headers = None,
 ) -> None:
     """Send TEXT to the agent at URL and show the answer."""
-    from a2a_hub._render import EventPrinter, print_result, to_json
+    from a2a_hub._render import print_result
 
-    async def work() -> None:
-        async with await _connect(url, transport, api_key, bearer, header) as client:
-            if stream:
-                printer = EventPrinter(console)
-                async for item in client.stream(text, context_id=context, task_id=task):
-                    if as_json:
-                        console.print(to_json(item.response), markup=False, highlight=False)
-                    else:
-                        printer.show(item.response)
-                printer.finish()
-                return
-            result = await client.send(text, context_id=context, task_id=task)
-            if as_json:
-                console.print(to_json(result), markup=False, highlight=False)
-            else:
-                print_result(console, result)
+    async def use(client: A2AClient) -> None:
+        if stream:
+            await _follow(client.stream(text, context_id=context, task_id=task), as_json)
+            return
+        result = await client.send(text, context_id=context, task_id=task)
+        _show(result, as_json, lambda: print_result(console, result))
 
-    _run(work)
+    _with_client(url, transport, api_key, bearer, header, use)
 
 
 @app.command()
@@ -296,49 +308,42 @@ def chat(
     header: Headers = None,
 ) -> None:
     """Talk to the agent at URL over several turns (/new, /cancel, /quit)."""
-    from a2a_hub._render import EventPrinter, print_result, state_label
+    from a2a_hub._render import print_result, state_label
     from a2a_hub.client import Conversation
 
-    async def work() -> None:
-        async with await _connect(url, transport, api_key, bearer, header) as client:
-            conv = Conversation(client)
-            console.print(
-                f"Talking to [bold]{client.card.name}[/bold] over "
-                f"{client.transport.binding} {client.transport.version}. "
-                "Commands: /new (new conversation), /cancel (cancel the task), /quit",
-                highlight=False,
-            )
-            while True:
-                try:
-                    line = await asyncio.to_thread(input, "you> ")
-                except EOFError:
-                    break
-                line = line.strip()
-                if not line:
+    async def use(client: A2AClient) -> None:
+        conv = Conversation(client)
+        console.print(
+            f"Talking to [bold]{client.card.name}[/bold] over "
+            f"{client.transport.binding} {client.transport.version}. "
+            "Commands: /new (new conversation), /cancel (cancel the task), /quit",
+            highlight=False,
+        )
+        while True:
+            try:
+                line = (await asyncio.to_thread(input, "you> ")).strip()
+            except EOFError:
+                break
+            if not line:
+                continue
+            if line == "/quit":
+                break
+            if line == "/new":
+                conv.reset()
+                console.print("[dim]new conversation[/dim]")
+            elif line == "/cancel":
+                if conv.task_id is None:
+                    console.print("[dim]no task to cancel[/dim]")
                     continue
-                if line == "/quit":
-                    break
-                if line == "/new":
-                    conv.reset()
-                    console.print("[dim]new conversation[/dim]")
-                    continue
-                if line == "/cancel":
-                    if conv.task_id is None:
-                        console.print("[dim]no task to cancel[/dim]")
-                        continue
-                    canceled = await client.cancel_task(conv.task_id)
-                    conv.observe(canceled)
-                    console.print(f"task {canceled.id} {state_label(canceled.status.state)}")
-                    continue
-                if client.streaming:
-                    printer = EventPrinter(console)
-                    async for item in conv.stream(line):
-                        printer.show(item.response)
-                    printer.finish()
-                else:
-                    print_result(console, await conv.send(line))
+                canceled = await client.cancel_task(conv.task_id)
+                conv.observe(canceled)
+                console.print(f"task {canceled.id} {state_label(canceled.status.state)}")
+            elif client.streaming:
+                await _follow(conv.stream(line), as_json=False)
+            else:
+                print_result(console, await conv.send(line))
 
-    _run(work)
+    _with_client(url, transport, api_key, bearer, header, use)
 
 
 @tasks_app.command("get")
@@ -353,17 +358,13 @@ def tasks_get(
     header: Headers = None,
 ) -> None:
     """Show one task."""
-    from a2a_hub._render import print_result, to_json
+    from a2a_hub._render import print_result
 
-    async def work() -> None:
-        async with await _connect(url, transport, api_key, bearer, header) as client:
-            found = await client.get_task(task_id, history)
-            if as_json:
-                console.print(to_json(found), markup=False, highlight=False)
-            else:
-                print_result(console, found)
+    async def use(client: A2AClient) -> None:
+        found = await client.get_task(task_id, history)
+        _show(found, as_json, lambda: print_result(console, found))
 
-    _run(work)
+    _with_client(url, transport, api_key, bearer, header, use)
 
 
 @tasks_app.command("list")
@@ -380,33 +381,33 @@ def tasks_list(
     header: Headers = None,
 ) -> None:
     """List tasks, newest first."""
-    from a2a_hub._render import print_tasks, to_json
+    from a2a_hub._render import print_tasks
     from a2a_hub.protocol.types import ListTasksRequest, TaskState
 
     state = None
     if status:
         key = status.upper().replace("-", "_")
         state = TaskState(key if key.startswith("TASK_STATE_") else "TASK_STATE_" + key)
+    request = ListTasksRequest(
+        context_id=context, status=state, page_size=page_size, page_token=page_token
+    )
 
-    async def work() -> None:
-        async with await _connect(url, transport, api_key, bearer, header) as client:
-            page = await client.list_tasks(
-                ListTasksRequest(
-                    context_id=context, status=state, page_size=page_size, page_token=page_token
-                )
-            )
-            if as_json:
-                console.print(to_json(page), markup=False, highlight=False)
-            else:
-                print_tasks(console, page.tasks, page.next_page_token, page.total_size)
+    async def use(client: A2AClient) -> None:
+        page = await client.list_tasks(request)
+        _show(
+            page,
+            as_json,
+            lambda: print_tasks(console, page.tasks, page.next_page_token, page.total_size),
+        )
 
-    _run(work)
+    _with_client(url, transport, api_key, bearer, header, use)
 
 
 @tasks_app.command("cancel")
 def tasks_cancel(
     url: str,
     task_id: str,
+    as_json: AsJson = False,
     transport: Transport = None,
     api_key: ApiKey = None,
     bearer: Bearer = None,
@@ -415,11 +416,11 @@ def tasks_cancel(
     """Cancel a task."""
     from a2a_hub._render import print_result
 
-    async def work() -> None:
-        async with await _connect(url, transport, api_key, bearer, header) as client:
-            print_result(console, await client.cancel_task(task_id))
+    async def use(client: A2AClient) -> None:
+        canceled = await client.cancel_task(task_id)
+        _show(canceled, as_json, lambda: print_result(console, canceled))
 
-    _run(work)
+    _with_client(url, transport, api_key, bearer, header, use)
 
 
 @tasks_app.command("subscribe")
@@ -434,23 +435,11 @@ def tasks_subscribe(
     header: Headers = None,
 ) -> None:
     """Follow a task's events until it settles."""
-    from a2a_hub._render import EventPrinter, to_json
 
-    async def work() -> None:
-        async with await _connect(url, transport, api_key, bearer, header) as client:
-            printer = EventPrinter(console)
-            async for item in client.subscribe(task_id, last_event_id):
-                if as_json:
-                    console.print(
-                        to_json({"id": item.id, "event": item.response}),
-                        markup=False,
-                        highlight=False,
-                    )
-                else:
-                    printer.show(item.response)
-            printer.finish()
+    async def use(client: A2AClient) -> None:
+        await _follow(client.subscribe(task_id, last_event_id), as_json)
 
-    _run(work)
+    _with_client(url, transport, api_key, bearer, header, use)
 
 
 @app.command()

@@ -150,11 +150,7 @@ class A2AClient:
         retry: RetryPolicy | None = None,
     ) -> A2AClient:
         """Fetch the agent card at ``url`` and pick the interface to use."""
-        all_headers = dict(headers or {})
-        if api_key:
-            all_headers["x-api-key"] = api_key
-        if bearer:
-            all_headers["Authorization"] = f"Bearer {bearer}"
+        all_headers = cls.auth_headers(headers, api_key=api_key, bearer=bearer)
         owns = http is None
         client = http or httpx.AsyncClient(timeout=httpx.Timeout(http_timeout, read=None))
         try:
@@ -172,6 +168,21 @@ class A2AClient:
             if owns:
                 await client.aclose()
             raise
+
+    @staticmethod
+    def auth_headers(
+        headers: dict[str, str] | None = None,
+        *,
+        api_key: str | None = None,
+        bearer: str | None = None,
+    ) -> dict[str, str]:
+        """``headers`` plus ``x-api-key`` and ``Authorization: Bearer`` when given."""
+        all_headers = dict(headers or {})
+        if api_key:
+            all_headers["x-api-key"] = api_key
+        if bearer:
+            all_headers["Authorization"] = f"Bearer {bearer}"
+        return all_headers
 
     async def close(self) -> None:
         """Close the HTTP client if this object created it."""

@@ -395,26 +395,9 @@ class TaskEngine:
                 f"Task {task_id} is already {state_name(state)} and cannot be canceled",
                 data={"taskId": task_id, "state": state.value},
             )
-        status = TaskStatus(
-            state=TaskState.CANCELED,
-            timestamp=timestamp(),
-            message=Message(
-                message_id=new_id(),
-                role=Role.AGENT,
-                parts=[Part(text="Task canceled by the client")],
-                context_id=task.context_id,
-                task_id=task_id,
-            ),
+        task, event = await _end_stored_task(
+            self.store, self.agent_id, task, seq, TaskState.CANCELED, "Task canceled by the client"
         )
-        update = StreamResponse(
-            status_update=TaskStatusUpdateEvent(
-                task_id=task_id, context_id=task.context_id, status=status
-            )
-        )
-        history = [*(task.history or []), status.message] if status.message else task.history
-        task = msgspec.structs.replace(task, status=status, history=history)
-        event = TaskEvent(seq + 1, update)
-        await self.store.save_task(self.agent_id, task, [event])
         self.publish(task_id, event)
         return task
 
@@ -495,28 +478,37 @@ async def fail_orphan(
     task, seq = found
     if task.status.state not in (TaskState.SUBMITTED, TaskState.WORKING):
         return False
-    message = Message(
-        message_id=new_id(),
-        role=Role.AGENT,
-        parts=[Part(text=reason)],
-        context_id=task.context_id,
-        task_id=task_id,
-    )
-    status = TaskStatus(state=TaskState.FAILED, message=message, timestamp=timestamp())
-    event = TaskEvent(
-        seq + 1,
-        StreamResponse(
-            status_update=TaskStatusUpdateEvent(
-                task_id=task_id, context_id=task.context_id, status=status
-            )
-        ),
-    )
-    failed = msgspec.structs.replace(task, status=status, history=[*(task.history or []), message])
     try:
-        await store.save_task(agent_id, failed, [event])
+        _, event = await _end_stored_task(store, agent_id, task, seq, TaskState.FAILED, reason)
     except ValueError:
         return False  # the task moved on meanwhile: its instance is alive after all
     log.warning("task %s of agent %s failed: %s", task_id, agent_id, reason)
     if engine is not None:
         engine.publish(task_id, event)
     return True
+
+
+async def _end_stored_task(
+    store: Store, agent_id: str, task: Task, seq: int, state: TaskState, text: str
+) -> tuple[Task, TaskEvent]:
+    """Give a task that runs nowhere here its final ``state`` with an agent message saying
+    why, as event ``seq + 1`` (ValueError if the log moved on meanwhile)."""
+    message = Message(
+        message_id=new_id(),
+        role=Role.AGENT,
+        parts=[Part(text=text)],
+        context_id=task.context_id,
+        task_id=task.id,
+    )
+    status = TaskStatus(state=state, message=message, timestamp=timestamp())
+    event = TaskEvent(
+        seq + 1,
+        StreamResponse(
+            status_update=TaskStatusUpdateEvent(
+                task_id=task.id, context_id=task.context_id, status=status
+            )
+        ),
+    )
+    ended = msgspec.structs.replace(task, status=status, history=[*(task.history or []), message])
+    await store.save_task(agent_id, ended, [event])
+    return ended, event

@@ -214,7 +214,7 @@ def create_app(hub: Hub) -> Starlette:
         )
 
     def agent_routes(prefix: str) -> list[BaseRoute]:
-        push = r_fail(rest.no_push)
+        push = r_fail(HostedAgent.push_not_supported)
         return [
             Route(f"{prefix}/.well-known/agent-card.json", card_endpoint(False), methods=["GET"]),
             Route(f"{prefix}/.well-known/agent.json", card_endpoint(True), methods=["GET"]),
@@ -240,7 +240,7 @@ def create_app(hub: Hub) -> Starlette:
             Route(f"{prefix}/tasks/{{task_id}}", rest_endpoint(r_get), methods=["GET"]),
             Route(
                 f"{prefix}/extendedAgentCard",
-                rest_endpoint(r_fail(rest.no_extended_card)),
+                rest_endpoint(r_fail(HostedAgent.no_extended_card)),
                 methods=["GET"],
             ),
             Route(prefix or "/", rpc, methods=["POST"]),

@@ -8,7 +8,13 @@ from a2a_hub.agents.loader import build_executor
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.engine import TaskEngine
 from a2a_hub.engine.executor import AgentExecutor
-from a2a_hub.protocol.errors import AgentNotFoundError
+from a2a_hub.protocol.errors import (
+    A2AError,
+    AgentNotFoundError,
+    ExtendedAgentCardNotConfiguredError,
+    PushNotificationNotSupportedError,
+    UnsupportedOperationError,
+)
 from a2a_hub.settings import AgentSpec, Settings
 from a2a_hub.stores import open_store
 from a2a_hub.stores.base import Store
@@ -34,6 +40,28 @@ class HostedAgent:
     def streaming(self) -> bool:
         """Whether the agent streams (the executor's ``streaming`` attribute, default True)."""
         return bool(self.executor.streaming)
+
+    def require_streaming(self, what: str) -> None:
+        """Refuse a streaming method (UnsupportedOperation) if the card says no streaming."""
+        if not self.streaming:
+            raise UnsupportedOperationError(
+                f"{what} needs streaming, which agent {self.id!r} does not offer "
+                "(its card says capabilities.streaming is false); use the non-streaming method"
+            )
+
+    def push_not_supported(self) -> A2AError:
+        """The error of every push-config method (no push notifications here yet)."""
+        return PushNotificationNotSupportedError(
+            f"agent {self.id!r} does not send push notifications "
+            "(its card says capabilities.pushNotifications is false)"
+        )
+
+    def no_extended_card(self) -> A2AError:
+        """The error of the extended-card methods."""
+        return ExtendedAgentCardNotConfiguredError(
+            f"agent {self.id!r} has no extended agent card configured; its public card is at "
+            ".well-known/agent-card.json"
+        )
 
 
 class Hub:

@@ -21,14 +21,11 @@ from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol import v01, v03
 from a2a_hub.protocol.errors import (
     A2AError,
-    ExtendedAgentCardNotConfiguredError,
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
     JSONParseError,
     MethodNotFoundError,
-    PushNotificationNotSupportedError,
-    UnsupportedOperationError,
     VersionNotSupportedError,
 )
 from a2a_hub.protocol.types import (
@@ -119,14 +116,6 @@ def _decode_any(raw: msgspec.Raw) -> Any:
     return params
 
 
-def _require_streaming(agent: HostedAgent, what: str) -> None:
-    if not agent.streaming:
-        raise UnsupportedOperationError(
-            f"{what} needs streaming, which agent {agent.id!r} does not offer "
-            "(its card says capabilities.streaming is false); use the non-streaming method"
-        )
-
-
 def _position(call: Call, metadata: dict[str, Any] | None) -> int | None:
     """``Last-Event-ID`` from the header, else from ``params.metadata.lastEventId``."""
     value = call.last_event_id
@@ -168,17 +157,11 @@ def _v01_encoder() -> Callable[[StreamResponse], dict[str, Any] | None]:
 
 
 async def _no_push(call: Call) -> Any:
-    raise PushNotificationNotSupportedError(
-        f"agent {call.agent.id!r} does not send push notifications "
-        "(its card says capabilities.pushNotifications is false)"
-    )
+    raise call.agent.push_not_supported()
 
 
 async def _no_extended_card(call: Call) -> Any:
-    raise ExtendedAgentCardNotConfiguredError(
-        f"agent {call.agent.id!r} has no extended agent card configured; its public card is at "
-        ".well-known/agent-card.json"
-    )
+    raise call.agent.no_extended_card()
 
 
 # --- 1.0 -----------------------------------------------------------------------------
@@ -192,13 +175,13 @@ async def _send_10(call: Call) -> Any:
 
 
 async def _stream_10(call: Call) -> Any:
-    _require_streaming(call.agent, "SendStreamingMessage")
+    call.agent.require_streaming("SendStreamingMessage")
     stream = await call.agent.engine.send_stream(_decode(call.params, SendMessageRequest))
     return _rpc_stream(call, stream, _v10_event, "1.0")
 
 
 async def _subscribe_10(call: Call) -> Any:
-    _require_streaming(call.agent, "SubscribeToTask")
+    call.agent.require_streaming("SubscribeToTask")
     req = _decode(call.params, TaskIdRequest)
     stream = await call.agent.engine.subscribe(req.id, _position(call, req.metadata))
     return _rpc_stream(call, stream, _v10_event, "1.0")
@@ -246,7 +229,7 @@ async def _send_03(call: Call) -> Any:
 
 
 async def _stream_03(call: Call) -> Any:
-    _require_streaming(call.agent, "message/stream")
+    call.agent.require_streaming("message/stream")
     request = v03.decode_send_params(_decode_any(call.params))
     stream = await call.agent.engine.send_stream(request)
     return _rpc_stream(call, stream, _v03_event, "0.3")
@@ -263,7 +246,7 @@ async def _cancel_old(call: Call) -> Any:
 
 
 async def _resubscribe_old(call: Call) -> Any:
-    _require_streaming(call.agent, "tasks/resubscribe")
+    call.agent.require_streaming("tasks/resubscribe")
     params = _decode_any(call.params)
     task_id = v03.decode_task_id(params)
     metadata = params.get("metadata")
@@ -284,7 +267,7 @@ async def _send_01(call: Call) -> Any:
 
 
 async def _stream_01(call: Call) -> Any:
-    _require_streaming(call.agent, "tasks/sendSubscribe")
+    call.agent.require_streaming("tasks/sendSubscribe")
     request, task_id = v01.decode_send_params(_decode_any(call.params))
     stream = await call.agent.engine.send_stream(request, new_task_id=task_id)
     return _rpc_stream(call, stream, _v01_encoder(), "0.1")

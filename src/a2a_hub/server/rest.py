@@ -14,10 +14,7 @@ from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol.errors import (
     A2AError,
     ContentTypeNotSupportedError,
-    ExtendedAgentCardNotConfiguredError,
     InvalidParamsError,
-    PushNotificationNotSupportedError,
-    UnsupportedOperationError,
     VersionNotSupportedError,
 )
 from a2a_hub.protocol.types import (
@@ -37,7 +34,6 @@ __all__ = [
     "error_body",
     "get_task",
     "list_tasks",
-    "no_push",
     "send",
     "stream",
     "subscribe",
@@ -156,23 +152,15 @@ def _decode_send(request: Request, body: bytes) -> SendMessageRequest:
 
 async def stream(agent: HostedAgent, request: Request, body: bytes) -> SseReply:
     """``POST /message:stream``."""
-    _require_streaming(agent, "SendStreamingMessage")
+    agent.require_streaming("SendStreamingMessage")
     return _stream_reply(await agent.engine.send_stream(_decode_send(request, body)))
 
 
 async def subscribe(agent: HostedAgent, request: Request, task_id: str) -> SseReply:
     """``GET|POST /tasks/{id}:subscribe`` (``Last-Event-ID`` header or ``lastEventId`` query)."""
-    _require_streaming(agent, "SubscribeToTask")
+    agent.require_streaming("SubscribeToTask")
     position = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
     return _stream_reply(await agent.engine.subscribe(task_id, check_position(position)))
-
-
-def _require_streaming(agent: HostedAgent, what: str) -> None:
-    if not agent.streaming:
-        raise UnsupportedOperationError(
-            f"{what} needs streaming, which agent {agent.id!r} does not offer "
-            "(its card says capabilities.streaming is false)"
-        )
 
 
 async def get_task(agent: HostedAgent, request: Request, task_id: str) -> Any:
@@ -205,18 +193,3 @@ async def cancel(agent: HostedAgent, request: Request, task_id: str, body: bytes
         except msgspec.DecodeError as exc:
             raise InvalidParamsError(f"request body must be a JSON object: {exc}") from None
     return await agent.engine.cancel_task(task_id)
-
-
-def no_push(agent: HostedAgent) -> A2AError:
-    """The error of the push-config routes."""
-    return PushNotificationNotSupportedError(
-        f"agent {agent.id!r} does not send push notifications "
-        "(its card says capabilities.pushNotifications is false)"
-    )
-
-
-def no_extended_card(agent: HostedAgent) -> A2AError:
-    """The error of ``GET /extendedAgentCard``."""
-    return ExtendedAgentCardNotConfiguredError(
-        f"agent {agent.id!r} has no extended agent card configured"
-    )

@@ -19,7 +19,7 @@ from a2a_hub.protocol.types import (
     TaskState,
 )
 
-__all__ = ["EventPrinter", "print_card", "print_result", "print_tasks", "state_label", "to_json"]
+__all__ = ["EventPrinter", "print_card", "print_result", "print_tasks", "to_json"]
 
 _STYLE = {
     TaskState.COMPLETED: "green",
@@ -29,11 +29,6 @@ _STYLE = {
     TaskState.INPUT_REQUIRED: "yellow",
     TaskState.AUTH_REQUIRED: "yellow",
 }
-
-
-def state_label(state: TaskState) -> str:
-    """``TASK_STATE_INPUT_REQUIRED`` → ``input-required``."""
-    return state.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
 
 
 def to_json(value: object) -> str:
@@ -81,7 +76,7 @@ def print_result(console: Console, result: Task | Message) -> None:
         return
     state = result.status.state
     console.print(
-        f"task {result.id} [{_STYLE.get(state, 'cyan')}]{state_label(state)}[/]"
+        f"task {result.id} [{_STYLE.get(state, 'cyan')}]{state.label}[/]"
         f"  (context {result.context_id})"
     )
     if result.status.message is not None:
@@ -99,7 +94,7 @@ def print_tasks(console: Console, tasks: Sequence[Task], next_token: str, total:
         table.add_row(
             task.id,
             task.context_id,
-            state_label(task.status.state),
+            task.status.state.label,
             task.status.timestamp or "",
             text,
         )
@@ -147,12 +142,12 @@ class EventPrinter:
         elif event.task is not None:
             self._end_line()
             task = event.task
-            c.print(f"[dim]task {task.id} {state_label(task.status.state)}[/dim]")
+            c.print(f"[dim]task {task.id} {task.status.state.label}[/dim]")
         elif event.status_update is not None:
             self._end_line()
             status = event.status_update.status
             style = _STYLE.get(status.state, "dim")
-            c.print(f"[{style}]· {state_label(status.state)}[/]")
+            c.print(f"[{style}]· {status.state.label}[/]")
             if status.message is not None:
                 label = "agent asks" if status.state.interrupted else "agent"
                 print_message(c, status.message, label)

@@ -308,7 +308,7 @@ def chat(
     header: Headers = None,
 ) -> None:
     """Talk to the agent at URL over several turns (/new, /cancel, /quit)."""
-    from a2a_hub._render import print_result, state_label
+    from a2a_hub._render import print_result
     from a2a_hub.client import Conversation
 
     async def use(client: A2AClient) -> None:
@@ -337,7 +337,7 @@ def chat(
                     continue
                 canceled = await client.cancel_task(conv.task_id)
                 conv.observe(canceled)
-                console.print(f"task {canceled.id} {state_label(canceled.status.state)}")
+                console.print(f"task {canceled.id} {canceled.status.state.label}")
             elif client.streaming:
                 await _follow(conv.stream(line), as_json=False)
             else:

@@ -90,15 +90,8 @@ def user_message(
 
 
 def ends(event: StreamResponse) -> bool:
-    """True for the last event of a turn: a direct message, or a terminal/interrupted state."""
-    if event.message is not None:
-        return event.message.role is Role.AGENT
-    if event.status_update is not None:
-        state = event.status_update.status.state
-        return state.terminal or state.interrupted
-    if event.task is not None:
-        return event.task.status.state.terminal
-    return False
+    """True for the last event of a turn (see :attr:`StreamResponse.ends_turn`)."""
+    return event.ends_turn
 
 
 def _task_id(event: StreamResponse) -> str | None:

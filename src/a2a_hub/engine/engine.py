@@ -45,17 +45,12 @@ from a2a_hub.stores.coordinator import Signal
 if TYPE_CHECKING:
     from a2a_hub.engine.cluster import Cluster
 
-__all__ = ["TaskEngine", "fail_orphan", "state_name"]
+__all__ = ["TaskEngine", "fail_orphan"]
 
 log = logging.getLogger("a2a_hub.engine")
 
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 50
-
-
-def state_name(state: TaskState) -> str:
-    """``TASK_STATE_INPUT_REQUIRED`` → ``input-required``, for messages to people."""
-    return state.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
 
 
 class TaskEngine:
@@ -160,13 +155,13 @@ class TaskEngine:
         state = task.status.state
         if state.terminal:
             raise UnsupportedOperationError(
-                f"Task {task.id} is {state_name(state)} and accepts no more messages; "
+                f"Task {task.id} is {state.label} and accepts no more messages; "
                 "send without taskId (keeping contextId) to start a new task",
                 data={"taskId": task.id, "state": state.value},
             )
         if not state.interrupted:
             raise UnsupportedOperationError(
-                f"Task {task.id} is still {state_name(state)}; send the next message once it "
+                f"Task {task.id} is still {state.label}; send the next message once it "
                 "asks for input (input-required)",
                 data={"taskId": task.id, "state": state.value},
             )
@@ -229,7 +224,7 @@ class TaskEngine:
                 stream.finite = state.terminal or state.interrupted
             if after is None and state.terminal:
                 raise UnsupportedOperationError(
-                    f"Task {task_id} is already {state_name(state)}; there is nothing to follow "
+                    f"Task {task_id} is already {state.label}; there is nothing to follow "
                     "(GetTask returns its final state)",
                     data={"taskId": task_id, "state": state.value},
                 )
@@ -392,7 +387,7 @@ class TaskEngine:
                 return await self._cancel_remote(task_id, seq)
         if state.terminal:
             raise TaskNotCancelableError(
-                f"Task {task_id} is already {state_name(state)} and cannot be canceled",
+                f"Task {task_id} is already {state.label} and cannot be canceled",
                 data={"taskId": task_id, "state": state.value},
             )
         task, event = await _end_stored_task(

@@ -57,13 +57,9 @@ def check_transition(current: TaskState, new: TaskState) -> None:
     if new not in TRANSITIONS[current]:
         if current.terminal:
             raise InvalidTransitionError(
-                f"task is already {_name(current)}; a terminal task cannot become {_name(new)}"
+                f"task is already {current.label}; a terminal task cannot become {new.label}"
             )
-        raise InvalidTransitionError(f"a task cannot go from {_name(current)} to {_name(new)}")
-
-
-def _name(state: TaskState) -> str:
-    return state.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
+        raise InvalidTransitionError(f"a task cannot go from {current.label} to {new.label}")
 
 
 _second: list[Any] = [None, ""]  # the last whole second formatted, and its text

@@ -21,7 +21,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from a2a_hub.protocol.errors import InvalidParamsError, UnsupportedOperationError
-from a2a_hub.protocol.types import Role, StreamResponse, TaskState
+from a2a_hub.protocol.types import Role, StreamResponse
 from a2a_hub.stores.base import TaskEvent
 
 if TYPE_CHECKING:
@@ -93,22 +93,9 @@ def is_internal(event: StreamResponse) -> bool:
     return event.message is not None and event.message.role is Role.USER
 
 
-def _state_of(event: StreamResponse) -> TaskState | None:
-    if event.status_update is not None:
-        return event.status_update.status.state
-    if event.task is not None:
-        return event.task.status.state
-    return None
-
-
 def ends_stream(event: StreamResponse) -> bool:
-    """True for the last event a stream sends."""
-    if event.message is not None:
-        return event.message.role is Role.AGENT
-    if event.task is not None:  # a snapshot: an interrupted one may be continued right now
-        return event.task.status.state.terminal
-    state = _state_of(event)
-    return state is not None and (state.terminal or state.interrupted)
+    """True for the last event a stream sends (see :attr:`StreamResponse.ends_turn`)."""
+    return event.ends_turn
 
 
 class TaskStream:

@@ -68,6 +68,11 @@ class TaskState(enum.StrEnum):
     AUTH_REQUIRED = "TASK_STATE_AUTH_REQUIRED"
 
     @property
+    def label(self) -> str:
+        """The short name people read: ``TASK_STATE_INPUT_REQUIRED`` → ``input-required``."""
+        return self.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+    @property
     def terminal(self) -> bool:
         """True for states a task never leaves."""
         return self in _TERMINAL
@@ -174,6 +179,20 @@ class StreamResponse(_Wire):
     message: Message | None = None
     status_update: TaskStatusUpdateEvent | None = None
     artifact_update: TaskArtifactUpdateEvent | None = None
+
+    @property
+    def ends_turn(self) -> bool:
+        """True for the last event of a turn: the agent's direct message, a terminal or
+        interrupted status, or a snapshot of a terminal task (an interrupted snapshot can
+        still be continued)."""
+        if self.message is not None:
+            return self.message.role is Role.AGENT
+        if self.status_update is not None:
+            state = self.status_update.status.state
+            return state.terminal or state.interrupted
+        if self.task is not None:
+            return self.task.status.state.terminal
+        return False
 
 
 class SendMessageResponse(_Wire):

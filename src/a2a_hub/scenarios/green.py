@@ -87,7 +87,7 @@ class Participants:
             TaskState.REJECTED,
             TaskState.CANCELED,
         ):
-            state = reply.status.state.value.removeprefix("TASK_STATE_").lower()
+            state = reply.status.state.label
             raise ParticipantError(f"the agent at {url} {state} the task: {reply_text(reply)}")
         return reply_text(reply)
 

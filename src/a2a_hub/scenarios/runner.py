@@ -276,7 +276,7 @@ class Runner:
                         result, reason = data, text
                     final_message = text if text and data is None else final_message
         if state is not TaskState.COMPLETED:
-            label = state.value.removeprefix("TASK_STATE_").lower() if state else "unknown"
+            label = state.label if state else "unknown"
             raise ScenarioError(f"the evaluation ended {label}: {final_message}")
         return {"result": result, "reason": reason}
 
@@ -287,7 +287,7 @@ class Runner:
         if event.status_update is not None:
             status = event.status_update.status
             if status.state != state:
-                c.print(f"[dim]· {status.state.value.removeprefix('TASK_STATE_').lower()}[/dim]")
+                c.print(f"[dim]· {status.state.label}[/dim]")
             if status.message is not None and status.state is not TaskState.COMPLETED:
                 meta = status.message.metadata or {}
                 text = text_of(status.message.parts)

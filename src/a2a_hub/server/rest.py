@@ -41,7 +41,7 @@ __all__ = [
 
 _enc = msgspec.json.Encoder()
 _JSON_TYPES = ("application/json", "application/a2a+json")
-_KEBAB = {s.value.removeprefix("TASK_STATE_").lower().replace("_", "-"): s for s in TaskState}
+_BY_LABEL = {state.label: state for state in TaskState}
 
 
 def error_body(err: A2AError) -> bytes:
@@ -107,8 +107,8 @@ def _state_param(request: Request) -> TaskState | None:
         return TaskState(value)
     except ValueError:
         pass
-    if value.lower() in _KEBAB:
-        return _KEBAB[value.lower()]
+    if value.lower() in _BY_LABEL:
+        return _BY_LABEL[value.lower()]
     raise InvalidParamsError(
         f"query parameter status={value!r} is not a task state; use e.g. TASK_STATE_WORKING"
     )

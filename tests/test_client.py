@@ -234,3 +234,11 @@ def test_retry_policy_backs_off_exponentially_with_jitter() -> None:
         delays = [policy.delay(attempt) for _ in range(200)]
         assert all(base * 0.8 <= d <= base * 1.2 for d in delays)
         assert max(delays) - min(delays) > base * 0.2  # the jitter is real
+
+
+@pytest.mark.parametrize("transport", ["jsonrpc-1.0", "rest-1.0", "jsonrpc-0.3"])
+async def test_a_refused_stream_raises_the_peer_s_error(ours: LiveServer, transport: str) -> None:
+    async with await connect(ours.url, "echo", transport) as echo:
+        with pytest.raises(TaskNotFoundError):
+            async for _ in echo.subscribe("no-such-task"):
+                pass

@@ -10,13 +10,12 @@ from __future__ import annotations
 import itertools
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import httpx
 import msgspec
 
-from a2a_hub.client.sse import read_sse
+from a2a_hub.client.sse import SseFrame, read_sse
 from a2a_hub.protocol import v01, v03
 from a2a_hub.protocol.errors import (
     A2AError,
@@ -155,6 +154,23 @@ class Transport(ABC):
         """Remove a webhook config."""
         raise self._unsupported("deleting push notification configs")
 
+    async def _sse(self, request: httpx.Request) -> AsyncIterator[SseFrame]:
+        """The frames of the event stream ``request`` opens; a refusal (an error status, or
+        an answer that is no event stream) raises what :meth:`_refusal` makes of it."""
+        response = await self.http.send(request, stream=True)
+        try:
+            ctype = response.headers.get("content-type", "")
+            if response.status_code >= 400 or not ctype.startswith("text/event-stream"):
+                raise self._refusal(await response.aread(), response.status_code)
+            async for frame in read_sse(response):
+                yield frame
+        finally:
+            await response.aclose()
+
+    @abstractmethod
+    def _refusal(self, body: bytes, status: int) -> Exception:
+        """The error for an answer that is not the event stream asked for."""
+
     def _unsupported(self, what: str) -> UnsupportedOperationError:
         return UnsupportedOperationError(f"A2A {self.version} ({self.binding}) has no {what}")
 
@@ -191,35 +207,24 @@ class _JsonRpc(Transport):
             raise _bad_response(self.url, "a JSON-RPC response with neither result nor error")
         return answer.result  # type: ignore[return-value]
 
-    @asynccontextmanager
-    async def _open_stream(
-        self, method: str, params: Any, extra: dict[str, str] | None = None
-    ) -> AsyncIterator[httpx.Response]:
-        request = self.http.build_request(
-            "POST",
-            self.url,
-            content=self._envelope(method, params),
-            headers={**self._headers("text/event-stream"), **(extra or {})},
-        )
-        response = await self.http.send(request, stream=True)
-        try:
-            if not response.headers.get("content-type", "").startswith("text/event-stream"):
-                body = await response.aread()
-                self._result(body, response.status_code, object)  # raises the peer's error
-                raise _bad_response(self.url, f"no event stream (HTTP {response.status_code})")
-            yield response
-        finally:
-            await response.aclose()
+    def _refusal(self, body: bytes, status: int) -> Exception:
+        self._result(body, status, object)  # raises the peer's error, if it sent one
+        return _bad_response(self.url, f"no event stream (HTTP {status})")
 
     async def _events(
         self, method: str, params: Any, last_event_id: int | None = None
     ) -> AsyncIterator[StreamItem]:
-        extra = None if last_event_id is None else {"Last-Event-ID": str(last_event_id)}
-        async with self._open_stream(method, params, extra) as response:
-            async for frame in read_sse(response):
-                event = self._decode_frame(frame.data.encode())
-                if event is not None:
-                    yield StreamItem(_sse_id(frame.id), event)
+        extra = {} if last_event_id is None else {"Last-Event-ID": str(last_event_id)}
+        request = self.http.build_request(
+            "POST",
+            self.url,
+            content=self._envelope(method, params),
+            headers={**self._headers("text/event-stream"), **extra},
+        )
+        async for frame in self._sse(request):
+            event = self._decode_frame(frame.data.encode())
+            if event is not None:
+                yield StreamItem(_sse_id(frame.id), event)
 
     def _decode_frame(self, data: bytes) -> StreamResponse | None:
         return self._decode_event(self._result(data, 200, Any))
@@ -459,6 +464,9 @@ class RestTransport(Transport):
         except msgspec.DecodeError as exc:
             raise _bad_response(self.url, f"HTTP {status}: {exc}") from None
 
+    def _refusal(self, body: bytes, status: int) -> Exception:
+        return self._error(body, status)
+
     def _error(self, body: bytes, status: int) -> A2AError:
         try:
             err = msgspec.json.decode(body, type=_RestError).error
@@ -495,17 +503,11 @@ class RestTransport(Transport):
         request = self.http.build_request(
             method, self.url + path, content=content, headers=all_headers
         )
-        response = await self.http.send(request, stream=True)
-        try:
-            if response.status_code >= 400:
-                raise self._error(await response.aread(), response.status_code)
-            async for frame in read_sse(response):
-                if frame.event == "error":
-                    raise self._error(frame.data.encode(), 500)
-                event = msgspec.json.decode(frame.data, type=StreamResponse)
-                yield StreamItem(_sse_id(frame.id), event)
-        finally:
-            await response.aclose()
+        async for frame in self._sse(request):
+            if frame.event == "error":
+                raise self._error(frame.data.encode(), 500)
+            event = msgspec.json.decode(frame.data, type=StreamResponse)
+            yield StreamItem(_sse_id(frame.id), event)
 
     async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
         params = {} if history_length is None else {"historyLength": history_length}

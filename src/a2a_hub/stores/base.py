@@ -35,6 +35,7 @@ from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 
 __all__ = [
     "EventLog",
+    "LogConflictError",
     "PushConfigStore",
     "Store",
     "TaskEvent",
@@ -46,6 +47,14 @@ __all__ = [
     "guarded",
     "unavailable_error",
 ]
+
+
+class LogConflictError(ValueError):
+    """A save whose events do not continue the stored log: another writer moved it on.
+
+    Raised by every backend's ``save_task`` (the whole save changes nothing);
+    a subclass of ``ValueError`` for callers written before it existed.
+    """
 
 
 class TaskEvent(msgspec.Struct, frozen=True):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.engine.executor import AgentExecutor, RequestContext
 from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.state import new_id, timestamp, trim_history
@@ -83,14 +84,18 @@ class TaskEngine:
     # --- send ---------------------------------------------------------------------------
 
     async def send(
-        self, request: SendMessageRequest, *, new_task_id: str | None = None
+        self,
+        request: SendMessageRequest,
+        *,
+        new_task_id: str | None = None,
+        caller: Caller = ANONYMOUS,
     ) -> Task | Message:
         """Handle ``SendMessage``: answer with a Message, or a Task once it settles.
 
         ``new_task_id`` is the id a new task gets (0.1 clients choose their own);
         if a task with that id exists, the message continues it.
         """
-        run = await self.begin(request, new_task_id=new_task_id)
+        run = await self.begin(request, new_task_id=new_task_id, caller=caller)
         config = request.configuration
         history_length = config.history_length if config is not None else None
         if config is not None and config.return_immediately:
@@ -109,7 +114,11 @@ class TaskEngine:
         return result
 
     async def begin(
-        self, request: SendMessageRequest, *, new_task_id: str | None = None
+        self,
+        request: SendMessageRequest,
+        *,
+        new_task_id: str | None = None,
+        caller: Caller = ANONYMOUS,
     ) -> TaskRun:
         """Validate a send and prepare its run (not started): shared by send and stream."""
         message = request.message
@@ -193,10 +202,14 @@ class TaskEngine:
         return run
 
     async def send_stream(
-        self, request: SendMessageRequest, *, new_task_id: str | None = None
+        self,
+        request: SendMessageRequest,
+        *,
+        new_task_id: str | None = None,
+        caller: Caller = ANONYMOUS,
     ) -> TaskStream:
         """``SendStreamingMessage``: the events of the turn this message starts, live."""
-        run = await self.begin(request, new_task_id=new_task_id)
+        run = await self.begin(request, new_task_id=new_task_id, caller=caller)
         run.ctx.streaming = True
         if run.task is None:
             stream = await TaskStream(self, run.task_id, after=0).start(fresh=True)
@@ -205,7 +218,9 @@ class TaskEngine:
         self._spawn(run)
         return stream
 
-    async def subscribe(self, task_id: str, after: int | None = None) -> TaskStream:
+    async def subscribe(
+        self, task_id: str, after: int | None = None, *, caller: Caller = ANONYMOUS
+    ) -> TaskStream:
         """``SubscribeToTask``: a snapshot then live events, or with ``after`` a replay first.
 
         Without ``after`` a terminal task is refused (UnsupportedOperation); with it, the
@@ -312,7 +327,9 @@ class TaskEngine:
 
     # --- get / list / cancel ------------------------------------------------------------
 
-    async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
+    async def get_task(
+        self, task_id: str, history_length: int | None = None, *, caller: Caller = ANONYMOUS
+    ) -> Task:
         """``GetTask``: the newest snapshot, history trimmed to ``history_length``."""
         if history_length is not None and history_length < 0:
             raise InvalidParamsError("historyLength must be 0 or more")
@@ -324,7 +341,9 @@ class TaskEngine:
             raise self.not_found(task_id)
         return trim_history(task, history_length)
 
-    async def list_tasks(self, request: ListTasksRequest) -> ListTasksResponse:
+    async def list_tasks(
+        self, request: ListTasksRequest, *, caller: Caller = ANONYMOUS
+    ) -> ListTasksResponse:
         """``ListTasks``: newest first, filtered, paged."""
         page_size = DEFAULT_PAGE_SIZE if request.page_size is None else request.page_size
         if not 1 <= page_size <= MAX_PAGE_SIZE:
@@ -362,7 +381,7 @@ class TaskEngine:
             total_size=page.total_size,
         )
 
-    async def cancel_task(self, task_id: str) -> Task:
+    async def cancel_task(self, task_id: str, *, caller: Caller = ANONYMOUS) -> Task:
         """``CancelTask``: stop the executor if it runs, and end the task ``canceled``."""
         run = self._runs.get(task_id)
         if run is not None and run.task is not None and not run.task.status.state.terminal:

@@ -25,7 +25,7 @@ import functools
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, NamedTuple, ParamSpec, Protocol, TypeVar
 
 import msgspec
 
@@ -38,6 +38,7 @@ __all__ = [
     "LogConflictError",
     "PushConfigStore",
     "Store",
+    "StoredTask",
     "TaskEvent",
     "TaskPage",
     "TaskQuery",
@@ -70,6 +71,15 @@ class TaskEvent(msgspec.Struct, frozen=True):
     event: StreamResponse
 
 
+class StoredTask(NamedTuple):
+    """A task as stored: its snapshot, the ``seq`` of the last event folded into it, and
+    its ``owner`` (the principal that created it; ``None`` when created anonymously)."""
+
+    task: Task
+    seq: int
+    owner: str | None = None
+
+
 class TaskQuery(msgspec.Struct, kw_only=True):
     """Filters and paging of :meth:`TaskStore.list_tasks` (newest first).
 
@@ -79,6 +89,8 @@ class TaskQuery(msgspec.Struct, kw_only=True):
     context_id: str | None = None
     state: TaskState | None = None
     updated_after: float | None = None
+    #: Only tasks created by this principal (``None``: every owner).
+    owner: str | None = None
     page_size: int = 50
     page_token: str | None = None
 
@@ -166,12 +178,28 @@ class TaskStore(ABC):
         """The task's latest snapshot, or ``None`` if there is no such task."""
 
     @abstractmethod
+    async def get_task_record(self, agent_id: str, task_id: str) -> StoredTask | None:
+        """The snapshot, the ``seq`` of the last event folded into it and the owner,
+        read atomically."""
+
     async def get_task_at(self, agent_id: str, task_id: str) -> tuple[Task, int] | None:
         """The snapshot and the ``seq`` of the last event folded into it, read atomically."""
+        record = await self.get_task_record(agent_id, task_id)
+        return None if record is None else (record.task, record.seq)
 
     @abstractmethod
-    async def save_task(self, agent_id: str, task: Task, events: Sequence[TaskEvent] = ()) -> None:
+    async def save_task(
+        self,
+        agent_id: str,
+        task: Task,
+        events: Sequence[TaskEvent] = (),
+        *,
+        owner: str | None = None,
+    ) -> None:
         """Create or replace the snapshot and append ``events`` to its log, atomically.
+
+        ``owner`` is recorded when the task is created (its first save) and never
+        changed by later saves.
 
         ``events`` must continue the log: their ``seq`` values follow the last
         stored one without gaps.  Events that do not (a gap, a duplicate) raise

@@ -16,6 +16,7 @@ from a2a_hub.protocol.errors import TaskNotFoundError
 from a2a_hub.protocol.types import Task, TaskPushNotificationConfig
 from a2a_hub.stores.base import (
     Store,
+    StoredTask,
     TaskEvent,
     TaskPage,
     TaskQuery,
@@ -55,11 +56,20 @@ class MemoryStore(Store):
         entry = self._tasks.get((agent_id, task_id))
         return None if entry is None else _task_dec.decode(entry.task)
 
-    async def get_task_at(self, agent_id: str, task_id: str) -> tuple[Task, int] | None:
+    async def get_task_record(self, agent_id: str, task_id: str) -> StoredTask | None:
         entry = self._tasks.get((agent_id, task_id))
-        return None if entry is None else (_task_dec.decode(entry.task), len(entry.events))
+        return (
+            None if entry is None else StoredTask(_task_dec.decode(entry.task), len(entry.events))
+        )
 
-    async def save_task(self, agent_id: str, task: Task, events: Sequence[TaskEvent] = ()) -> None:
+    async def save_task(
+        self,
+        agent_id: str,
+        task: Task,
+        events: Sequence[TaskEvent] = (),
+        *,
+        owner: str | None = None,
+    ) -> None:
         key = (agent_id, task.id)
         entry = self._tasks.get(key)
         last = len(entry.events) if entry else 0

@@ -100,6 +100,7 @@ from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig
 from a2a_hub.stores.base import (
     Store,
+    StoredTask,
     TaskEvent,
     TaskPage,
     TaskQuery,
@@ -626,12 +627,19 @@ class RedisStore(Store):
         return None if data is None else _task_dec.decode(data)
 
     @_guarded
-    async def get_task_at(self, agent_id: str, task_id: str) -> tuple[Task, int] | None:
+    async def get_task_record(self, agent_id: str, task_id: str) -> StoredTask | None:
         data, seq = await self.client.hmget(self.keys(agent_id).task(task_id), ["d", "seq"])
-        return None if data is None else (_task_dec.decode(data), int(cast(bytes, seq)))
+        return None if data is None else StoredTask(_task_dec.decode(data), int(cast(bytes, seq)))
 
     @_guarded
-    async def save_task(self, agent_id: str, task: Task, events: Sequence[TaskEvent] = ()) -> None:
+    async def save_task(
+        self,
+        agent_id: str,
+        task: Task,
+        events: Sequence[TaskEvent] = (),
+        *,
+        owner: str | None = None,
+    ) -> None:
         if events:
             _check_events(events)
         k = self.keys(agent_id)

@@ -50,6 +50,7 @@ from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationCon
 from a2a_hub.stores._sqlite_writer import SqliteWriter
 from a2a_hub.stores.base import (
     Store,
+    StoredTask,
     TaskEvent,
     TaskPage,
     TaskQuery,
@@ -458,15 +459,22 @@ class SqlStore(Store):
         return None if data is None else _task_dec.decode(data)
 
     @_guarded
-    async def get_task_at(self, agent_id: str, task_id: str) -> tuple[Task, int] | None:
+    async def get_task_record(self, agent_id: str, task_id: str) -> StoredTask | None:
         async with self.engine.connect() as conn:
             row = (
                 await conn.execute(_GET_TASK_AT, {"p_agent": agent_id, "p_task": task_id})
             ).one_or_none()
-        return None if row is None else (_task_dec.decode(row[0]), int(row[1]))
+        return None if row is None else StoredTask(_task_dec.decode(row[0]), int(row[1]))
 
     @_guarded
-    async def save_task(self, agent_id: str, task: Task, events: Sequence[TaskEvent] = ()) -> None:
+    async def save_task(
+        self,
+        agent_id: str,
+        task: Task,
+        events: Sequence[TaskEvent] = (),
+        *,
+        owner: str | None = None,
+    ) -> None:
         if self._writer is not None:  # SQLite: group commit through the writer thread
             await self._writer.save(agent_id, task, events)
             return

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from a2a_hub.llm import ChatMessage, LLMError, get_provider, structured
-from a2a_hub.llm._retry import RetryPolicy
+from a2a_hub.llm._retry import backoff
 from a2a_hub.llm.openai import OpenAIProvider
 
 JUDGE_SCHEMA: dict[str, Any] = {
@@ -264,7 +264,7 @@ async def test_connection_refused_is_retried_then_reported() -> None:
 
 
 def test_backoff_grows_with_jitter_and_respects_caps() -> None:
-    policy = RetryPolicy(tries=5, base_delay=0.5, max_delay=2.0)
+    policy = backoff(tries=5, base_delay=0.5, max_delay=2.0)
     for _ in range(50):
         assert 0.25 <= policy.delay(1) <= 0.5
         assert 0.5 <= policy.delay(2) <= 1.0
@@ -272,7 +272,7 @@ def test_backoff_grows_with_jitter_and_respects_caps() -> None:
         assert 1.5 <= policy.delay(1, retry_after=1.5) <= 2.0
         assert policy.delay(1, retry_after=60) == 2.0
     with pytest.raises(ValueError):
-        RetryPolicy(tries=0)
+        backoff(tries=0)
 
 
 def test_get_provider_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -285,7 +285,7 @@ def test_get_provider_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     assert isinstance(llm, OpenAIProvider)
     assert llm.model == "llama3.2"
     assert llm.url == "http://localhost:11434/v1/chat/completions"
-    assert llm.policy.tries == 4
+    assert llm.policy.max_tries == 3  # 4 tries: the first and 3 retries
     assert llm._headers["Authorization"] == "Bearer sk-fallback"
     monkeypatch.setenv("A2A_HUB_LLM_API_KEY", "sk-hub")
     assert get_provider()._headers["Authorization"] == "Bearer sk-hub"  # type: ignore[attr-defined]

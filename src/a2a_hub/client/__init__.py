@@ -10,7 +10,7 @@ from a2a_hub.client.client import (
     user_message,
 )
 from a2a_hub.client.conversation import Conversation
-from a2a_hub.client.transport import StreamItem
+from a2a_hub.client.transports import StreamItem
 
 __all__ = [
     "TRANSPORTS",

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import random
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import msgspec
 
+from a2a_hub._backoff import Backoff
 from a2a_hub.client.card import fetch_card
-from a2a_hub.client.transport import (
+from a2a_hub.client.transports import (
     JsonRpc01Transport,
     JsonRpc03Transport,
     JsonRpc10Transport,
@@ -52,20 +51,9 @@ class StreamLostError(A2AError):
     """A stream could not be resumed after the configured number of tries."""
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Reconnection of dropped streams: exponential backoff with jitter."""
-
-    initial: float = 1.0
-    factor: float = 2.0
-    max_delay: float = 30.0
-    jitter: float = 0.2
-    max_tries: int = 5
-
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait before reconnection ``attempt`` (1-based), jittered ±``jitter``."""
-        base = min(self.initial * self.factor ** (attempt - 1), self.max_delay)
-        return max(0.0, base * (1 + random.uniform(-self.jitter, self.jitter)))
+RetryPolicy = Backoff
+"""Reconnection of dropped streams: by default 1 s at first, doubling, ±20 % jitter, at most
+30 s between tries, 5 tries (see :class:`~a2a_hub._backoff.Backoff`)."""
 
 
 def user_message(
@@ -315,10 +303,10 @@ class A2AClient:
             if task_id is None:
                 raise StreamLostError(f"stream lost before any task was created ({reason})")
             failures += 1
-            if failures > self.retry.max_tries:
+            if self.retry.exhausted(failures):
                 raise StreamLostError(
                     f"stream of task {task_id} lost and not resumed after "
-                    f"{self.retry.max_tries} tries ({reason})",
+                    f"{failures - 1} tries ({reason})",
                     data={"taskId": task_id, "lastEventId": last_id},
                 )
             await self._sleep(self.retry.delay(failures))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 
 from a2a_hub.client.client import A2AClient
-from a2a_hub.client.transport import StreamItem
+from a2a_hub.client.transports import StreamItem
 from a2a_hub.protocol.types import Message, Part, StreamResponse, Task, TaskState
 
 __all__ = ["Conversation"]

@@ -8,15 +8,13 @@ the attempt at once.  When the tries run out, :class:`LLMError` carries the last
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-import msgspec
-
+from a2a_hub._backoff import Backoff
 from a2a_hub.llm.base import LLMError
 
-__all__ = ["RetryPolicy", "TransientError", "retry"]
+__all__ = ["TransientError", "backoff", "retry"]
 
 T = TypeVar("T")
 
@@ -36,31 +34,16 @@ class TransientError(Exception):
         self.retry_after = retry_after
 
 
-class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """How often and how patiently to retry: ``tries`` attempts in all (at least 1).
+def backoff(tries: int = 3, base_delay: float = 0.5, max_delay: float = 8.0) -> Backoff:
+    """The retry policy of an LLM provider: ``tries`` attempts in all (at least 1).
 
     The wait before attempt *n + 1* is ``base_delay * 2**(n - 1)`` capped at ``max_delay``,
     with "equal jitter" (a random value between half and all of it), or the server's
     ``Retry-After`` when that is longer (also capped at ``max_delay``).
     """
-
-    tries: int = 3
-    base_delay: float = 0.5
-    max_delay: float = 8.0
-
-    def __post_init__(self) -> None:
-        if self.tries < 1:
-            raise ValueError(f"tries must be at least 1, not {self.tries}")
-        if self.base_delay < 0 or self.max_delay < 0:
-            raise ValueError("retry delays must not be negative")
-
-    def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        backoff = min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1))
-        wait = backoff / 2 + random.uniform(0, backoff / 2)
-        if retry_after is not None:
-            wait = max(wait, min(retry_after, self.max_delay))
-        return wait
+    if tries < 1:
+        raise ValueError(f"tries must be at least 1, not {tries}")
+    return Backoff(initial=base_delay, max_delay=max_delay, jitter=(0.5, 1.0), max_tries=tries - 1)
 
 
 def _plural(n: int) -> str:
@@ -71,18 +54,20 @@ async def retry(
     operation: Callable[[], Awaitable[T]],
     *,
     provider: str,
-    policy: RetryPolicy,
+    policy: Backoff,
 ) -> T:
     """Run ``operation`` until it succeeds, retrying on :class:`TransientError`.
 
     Raises :class:`LLMError` ("LLM provider <name> failed after N tries: <last failure>")
     when every try failed transiently; other exceptions propagate unchanged at once.
     """
-    for attempt in range(1, policy.tries + 1):
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             return await operation()
         except TransientError as exc:
-            if attempt >= policy.tries:
+            if policy.exhausted(attempt):
                 raise LLMError(
                     f"LLM provider {provider} failed after {_plural(attempt)}: {exc}",
                     provider=provider,
@@ -90,4 +75,3 @@ async def retry(
                     tries=attempt,
                 ) from exc
             await asyncio.sleep(policy.delay(attempt, exc.retry_after))
-    raise AssertionError("unreachable")  # pragma: no cover

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from a2a_hub.llm._retry import RetryPolicy, TransientError, retry
+from a2a_hub.llm._retry import TransientError, backoff, retry
 from a2a_hub.llm.base import ChatMessage, LLMError, LLMProvider, to_wire
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "OpenAIProvider"]
@@ -125,9 +125,7 @@ class OpenAIProvider(LLMProvider):
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.url = f"{self.base_url}/chat/completions"
         self.timeout = float(timeout)
-        self.policy = RetryPolicy(
-            tries=int(tries), base_delay=float(base_delay), max_delay=float(max_delay)
-        )
+        self.policy = backoff(int(tries), float(base_delay), float(max_delay))
         self._headers = {"Accept": "application/json", **(headers or {})}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"

@@ -23,8 +23,20 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import msgspec
-
+from a2a_hub.protocol import v03
+from a2a_hub.protocol._fields import (
+    convert,
+    copy_keys,
+    fail,
+    obj,
+    opt_list,
+    opt_non_negative_int,
+    opt_str,
+    opt_str_list,
+    req,
+    req_obj,
+    req_str,
+)
 from a2a_hub.protocol.errors import InvalidAgentResponseError
 from a2a_hub.protocol.types import (
     AgentCard,
@@ -41,25 +53,10 @@ from a2a_hub.protocol.types import (
     TaskStatus,
 )
 from a2a_hub.protocol.v03 import (
-    _b64encode,
-    _convert,
-    _copy_keys,
     _decode_push_fields,
-    _decode_task_id,
-    _decode_task_query,
     _encode_auth,
-    _fail,
-    _obj,
-    _opt_history_length,
-    _opt_list,
-    _opt_str,
-    _opt_str_list,
-    _req_list,
-    _req_obj,
-    _req_str,
-)
-from a2a_hub.protocol.v03 import (
-    _decode_part as _decode_part_tagged,
+    _encode_part,
+    _encode_status,
 )
 
 __all__ = [
@@ -137,27 +134,19 @@ def is_legacy_task(task: Task) -> bool:
 # --- parts and messages ---------------------------------------------------------------
 
 
-def _decode_part(v: Any, path: str) -> dict[str, Any]:
-    # the 0.1 spec's own examples put a file's base64 content under "data": accept it too
-    return _decode_part_tagged(v, path, tag="type", byte_keys=("bytes", "data"))
-
-
 def _decode_parts(d: dict[str, Any], path: str) -> list[dict[str, Any]]:
-    parts = _req_list(d, "parts", path)
-    ppath = f"{path}.parts"
-    return [_decode_part(x, f"{ppath}[{i}]") for i, x in enumerate(parts)]
+    # the 0.1 spec's own examples put a file's base64 content under "data": accept it too
+    return v03._decode_parts(d, path, tag="type", byte_keys=("bytes", "data"))
 
 
 def _message_dict(
     v: Any, path: str, *, context_id: str | None = None, task_id: str | None = None
 ) -> dict[str, Any]:
-    m = _obj(v, path)
-    role = m.get("role")
-    if role is None:
-        _fail(f"{path}.role", "required field is missing")
+    m = obj(v, path)
+    role = req(m, "role", path)
     r = V01_TO_ROLE.get(role) if isinstance(role, str) else None
     if r is None:
-        _fail(f"{path}.role", f"unknown role {role!r} (expected 'user' or 'agent')")
+        fail(f"{path}.role", f"unknown role {role!r} (expected 'user' or 'agent')")
     out: dict[str, Any] = {
         "messageId": new_legacy_id(),
         "role": r.value,
@@ -167,7 +156,7 @@ def _message_dict(
         out["contextId"] = context_id
     if task_id is not None:
         out["taskId"] = task_id
-    _copy_keys(m, out, ("metadata",))
+    copy_keys(m, out, ("metadata",))
     return out
 
 
@@ -183,28 +172,12 @@ def decode_message(
     ``context_id``/``task_id`` (which 0.1 carries on the task, not the message) are set
     on the result if given; ``path`` prefixes error messages.
     """
-    return _convert(_message_dict(d, path, context_id=context_id, task_id=task_id), Message, path)
+    return convert(_message_dict(d, path, context_id=context_id, task_id=task_id), Message, path)
 
 
 def encode_part(p: Part) -> dict[str, Any]:
     """Encode a canonical :class:`Part` as a 0.1 part (``type`` text/file/data)."""
-    out: dict[str, Any]
-    if p.text is not None:
-        out = {"type": "text", "text": p.text}
-    elif p.raw is not None or p.url is not None:
-        f: dict[str, Any] = {"bytes": _b64encode(p.raw)} if p.raw is not None else {"uri": p.url}
-        if p.media_type is not None:
-            f["mimeType"] = p.media_type
-        if p.filename is not None:
-            f["name"] = p.filename
-        out = {"type": "file", "file": f}
-    elif p.data is not msgspec.UNSET:
-        out = {"type": "data", "data": p.data}
-    else:
-        out = {"type": "text", "text": ""}
-    if p.metadata is not None:
-        out["metadata"] = p.metadata
-    return out
+    return _encode_part(p, "type")
 
 
 def encode_message(m: Message) -> dict[str, Any]:
@@ -220,12 +193,7 @@ def encode_message(m: Message) -> dict[str, Any]:
 
 def encode_status(s: TaskStatus) -> dict[str, Any]:
     """Encode a canonical :class:`TaskStatus` as a 0.1 ``TaskStatus``."""
-    out: dict[str, Any] = {"state": STATE_TO_V01[s.state]}
-    if s.message is not None:
-        out["message"] = encode_message(s.message)
-    if s.timestamp is not None:
-        out["timestamp"] = s.timestamp
-    return out
+    return _encode_status(s, STATE_TO_V01[s.state], encode_message)
 
 
 def encode_artifact(
@@ -280,44 +248,44 @@ def decode_task(d: Any, path: str = "task") -> Task:
     Messages get fresh legacy ids plus the task's id and session id; artifacts get
     the id ``artifact-<position>``.
     """
-    t = _obj(d, path)
-    task_id = _req_str(t, "id", path)
-    session = _opt_str(t, "sessionId", path)
+    t = obj(d, path)
+    task_id = req_str(t, "id", path)
+    session = opt_str(t, "sessionId", path)
     spath = f"{path}.status"
-    s = _req_obj(t, "status", path)
+    s = req_obj(t, "status", path)
     state_v = s.get("state")
     state = V01_TO_STATE.get(state_v) if isinstance(state_v, str) else None
     if state is None:
         if state_v is None:
-            _fail(f"{spath}.state", "required field is missing")
-        _fail(f"{spath}.state", f"unknown task state {state_v!r}")
+            fail(f"{spath}.state", "required field is missing")
+        fail(f"{spath}.state", f"unknown task state {state_v!r}")
     status: dict[str, Any] = {"state": state.value}
     if s.get("message") is not None:
         status["message"] = _message_dict(
             s["message"], f"{spath}.message", context_id=session, task_id=task_id
         )
-    _copy_keys(s, status, ("timestamp",))
+    copy_keys(s, status, ("timestamp",))
     out: dict[str, Any] = {"id": task_id, "status": status}
     if session is not None:
         out["contextId"] = session
-    arts = _opt_list(t, "artifacts", path)
+    arts = opt_list(t, "artifacts", path)
     if arts is not None:
         decoded = []
         for i, a in enumerate(arts):
             apath = f"{path}.artifacts[{i}]"
-            ad = _obj(a, apath)
+            ad = obj(a, apath)
             art: dict[str, Any] = {"artifactId": f"artifact-{i}", "parts": _decode_parts(ad, apath)}
-            _copy_keys(ad, art, ("name", "description", "metadata"))
+            copy_keys(ad, art, ("name", "description", "metadata"))
             decoded.append(art)
         out["artifacts"] = decoded
-    hist = _opt_list(t, "history", path)
+    hist = opt_list(t, "history", path)
     if hist is not None:
         out["history"] = [
             _message_dict(m, f"{path}.history[{i}]", context_id=session, task_id=task_id)
             for i, m in enumerate(hist)
         ]
-    _copy_keys(t, out, ("metadata",))
-    return _convert(out, Task, path)
+    copy_keys(t, out, ("metadata",))
+    return convert(out, Task, path)
 
 
 # --- requests -------------------------------------------------------------------------
@@ -331,20 +299,17 @@ def decode_send_params(params: Any) -> tuple[SendMessageRequest, str]:
     ``pushNotification`` becomes the configuration's push config with the task id
     as its id and task id.
     """
-    p = _obj(params, "params")
-    task_id = _req_str(p, "id", "params", non_empty=True)
-    session = _opt_str(p, "sessionId", "params") or None
-    if p.get("message") is None:
-        _fail("params.message", "required field is missing")
-    out: dict[str, Any] = {
-        "message": _message_dict(p["message"], "params.message", context_id=session)
-    }
-    _copy_keys(p, out, ("metadata",))
+    p = obj(params, "params")
+    task_id = req_str(p, "id", "params", non_empty=True)
+    session = opt_str(p, "sessionId", "params") or None
+    message = req(p, "message", "params")
+    out: dict[str, Any] = {"message": _message_dict(message, "params.message", context_id=session)}
+    copy_keys(p, out, ("metadata",))
     cfg: dict[str, Any] = {}
-    modes = _opt_str_list(p, "acceptedOutputModes", "params")
+    modes = opt_str_list(p, "acceptedOutputModes", "params")
     if modes is not None:
         cfg["acceptedOutputModes"] = modes
-    hl = _opt_history_length(p, "historyLength", "params")
+    hl = opt_non_negative_int(p, "historyLength", "params")
     if hl is not None:
         cfg["historyLength"] = hl
     push = p.get("pushNotification")
@@ -355,17 +320,17 @@ def decode_send_params(params: Any) -> tuple[SendMessageRequest, str]:
         cfg["taskPushNotificationConfig"] = pc
     if cfg:
         out["configuration"] = cfg
-    return _convert(out, SendMessageRequest, "params"), task_id
+    return convert(out, SendMessageRequest, "params"), task_id
 
 
 def decode_task_query(params: Any) -> tuple[str, int | None]:
     """Decode ``tasks/get``/``tasks/resubscribe`` params ``{id, historyLength?}``."""
-    return _decode_task_query(params)
+    return v03.decode_task_query(params)
 
 
 def decode_task_id(params: Any) -> str:
     """Decode ``{id}`` params (``tasks/cancel``, ``tasks/pushNotification/get``)."""
-    return _decode_task_id(params)
+    return v03.decode_task_id(params)
 
 
 # --- streaming ------------------------------------------------------------------------
@@ -459,15 +424,13 @@ def decode_push_set(params: Any) -> TaskPushNotificationConfig:
 
     0.1 configs have no id of their own: the config id is the task id.
     """
-    p = _obj(params, "params")
-    task_id = _req_str(p, "id", "params", non_empty=True)
+    p = obj(params, "params")
+    task_id = req_str(p, "id", "params", non_empty=True)
     cpath = "params.pushNotificationConfig"
-    if p.get("pushNotificationConfig") is None:
-        _fail(cpath, "required field is missing")
-    c = _decode_push_fields(p["pushNotificationConfig"], cpath, with_id=False)
+    c = _decode_push_fields(req(p, "pushNotificationConfig", "params"), cpath, with_id=False)
     c["id"] = task_id
     c["taskId"] = task_id
-    return _convert(c, TaskPushNotificationConfig, cpath)
+    return convert(c, TaskPushNotificationConfig, cpath)
 
 
 def encode_push_config(task_id: str, c: TaskPushNotificationConfig) -> dict[str, Any]:

@@ -366,7 +366,10 @@ async def test_a_task_running_on_a_removed_agent(
         expected = "TASK_STATE_CANCELED"
     else:
         await removal
+        for _ in range(50):  # give a wrongly eager close every chance to run
+            await asyncio.sleep(0)
         assert hub.cluster.engines["gate"] is engine  # still running its tasks
+        assert engine.live(bg_task["id"]) is not None and not blocking.done()
         gate.gate.set()
         expected = "TASK_STATE_COMPLETED"
     answer = await blocking

@@ -45,7 +45,7 @@ from a2a_hub.server.hub import HostedAgent
 from a2a_hub.server.sse import SseReply, encoded_event, sse_response
 from a2a_hub.stores.base import TaskEvent
 
-__all__ = ["SERVED_VERSIONS", "Call", "handle_rpc", "resolve_family", "rpc"]
+__all__ = ["SERVED_VERSIONS", "Call", "resolve_family", "rpc"]
 
 SERVED_VERSIONS = "1.0 and 0.3 (also 0.2), plus the 0.1 legacy methods"
 
@@ -339,17 +339,23 @@ def _family_of(version: str) -> str:
     )
 
 
-async def handle_rpc(
-    agent: HostedAgent,
-    body: bytes,
-    version: str | None,
-    last_event_id: str | None = None,
-    caller: Caller = ANONYMOUS,
-) -> bytes | SseReply:
-    """Answer one JSON-RPC request body (bytes, or a stream to send as SSE); never raises."""
+async def rpc(request: Request) -> Response:
+    """``POST`` on an agent's URL (or the root alias): one JSON-RPC request, any version.
+
+    A request refused before its body is read (no such agent, a body over the
+    limit) gets the error's HTTP status; once the body is read every error is a
+    JSON-RPC error object with HTTP 200.  Never raises.
+    """
+    hub = hub_of(request)
     req_id: str | int | None = None
     family: str | None = None
+    status = 0  # until the body is read: the error's own HTTP status
+    where = "JSON-RPC"
     try:
+        agent = agent_of(request, hub)
+        where = f"agent {agent.id}"
+        body = await read_body(request, hub.settings.max_body_bytes)
+        status = 200
         try:
             env = _env_dec.decode(body)
         except msgspec.ValidationError as exc:
@@ -362,28 +368,15 @@ async def handle_rpc(
         req_id = env.id
         if env.jsonrpc != "2.0":
             raise InvalidRequestError('jsonrpc must be "2.0"')
-        family, handler = resolve_family(version, env.method)
-        result = await handler(Call(agent, env.params, req_id, last_event_id, caller))
+        family, handler = resolve_family(a2a_version(request), env.method)
+        last_event_id = request.headers.get("last-event-id")
+        call = Call(agent, env.params, req_id, last_event_id, caller_of(request))
+        result = await handler(call)
         if isinstance(result, SseReply):
-            return result
-        return _enc.encode(_Ok("2.0", req_id, result))
+            return sse_response(result, hub.settings.sse_heartbeat)
+        return Response(_enc.encode(_Ok("2.0", req_id, result)), media_type=JSON)
     except Exception as exc:
-        return encode_error(req_id, protocol_error(exc, f"agent {agent.id}"), family or "1.0")
-
-
-async def rpc(request: Request) -> Response:
-    """``POST`` on an agent's URL (or the root alias): one JSON-RPC request, any version."""
-    try:
-        hub = hub_of(request)
-        agent = agent_of(request, hub)
-        body = await read_body(request, hub.settings.max_body_bytes)
-        caller = caller_of(request)
-    except Exception as exc:
-        err = protocol_error(exc, f"JSON-RPC {request.url.path}")
-        return Response(encode_error(None, err, "1.0"), err.http_status, media_type=JSON)
-    answer = await handle_rpc(
-        agent, body, a2a_version(request), request.headers.get("last-event-id"), caller
-    )
-    if isinstance(answer, SseReply):
-        return sse_response(answer, hub.settings.sse_heartbeat)
-    return Response(answer, media_type=JSON)
+        err = protocol_error(exc, where)
+        return Response(
+            encode_error(req_id, err, family or "1.0"), status or err.http_status, media_type=JSON
+        )

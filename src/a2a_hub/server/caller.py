@@ -11,14 +11,18 @@ The hook for authentication
 middleware subclasses it and overrides ``identify``::
 
     class ApiKeyMiddleware(CallerMiddleware):
+        def __init__(self, app: ASGIApp, keys: KeyStore) -> None:
+            super().__init__(app)
+            self.keys = keys
+
         async def identify(self, scope: Scope) -> Caller:
-            key = header(scope, b"x-api-key")          # or Authorization: Bearer
+            key = Headers(scope=scope).get("x-api-key")   # or Authorization: Bearer
             if key is None:
-                raise UnauthenticatedError(...)         # an A2AError with http_status 401
+                raise UnauthenticatedError(...)          # an A2AError with http_status 401
             caller = await self.keys.lookup(key)
             agent_id = scope["path_params"].get("agent_id")  # None: the root alias
             if caller.agents is not None and agent_id not in caller.agents:
-                raise ForbiddenError(...)               # 403
+                raise ForbiddenError(...)                # 403
             return caller
 
 and is given to :func:`a2a_hub.server.create_app` in place of this one
@@ -26,7 +30,9 @@ and is given to :func:`a2a_hub.server.create_app` in place of this one
 raises an :class:`A2AError` the request is refused with the error's HTTP status
 and a protocol error body (:func:`a2a_hub.server.errors.error_reply`); no handler
 runs.  The agent id of the route is already in ``scope["path_params"]``
-(absent for the root alias, which serves the hub's default agent).
+(absent for the root alias, which serves the hub's default agent).  Only HTTP
+requests get a caller so far; a WebSocket route would extend the type check
+(and refuse with a ``websocket.close``).
 """
 
 from __future__ import annotations

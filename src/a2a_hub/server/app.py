@@ -1,26 +1,51 @@
-"""The ASGI application: routes for every agent and, for the default agent, at the root."""
+"""The ASGI application: every agent under ``/a2a/{agent_id}``, the default agent at the root.
+
+Layout of :func:`create_app`'s routes::
+
+    GET  /healthz                       liveness and the hosted agent ids
+    GET  /                              index of the hosted agents
+    /a2a/{agent_id}  (AgentMount)       the agent's routes, behind the agent middleware
+    ""               (AgentMount)       the same routes for the default agent (root alias)
+
+Each agent mount runs the same middleware list (by default :class:`CallerMiddleware`
+alone, which decides who calls), so authentication is one middleware away.  The
+routes of an agent (:data:`AGENT_ROUTES`) are module-level endpoints that find the
+hub in ``request.app.state.hub`` and the agent per request, so agents added to or
+removed from the hub while it serves are found, or not, at once.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+import re
+from collections.abc import AsyncIterator, Sequence
 
 import msgspec
+from starlette._utils import get_route_path
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Mount, Route, compile_path
+from starlette.types import Scope
 
-from a2a_hub.protocol.errors import A2AError, InternalError, PayloadTooLargeError
 from a2a_hub.server import rest
-from a2a_hub.server.cards import CARD_CACHE_CONTROL, card_bytes, legacy_card_bytes
-from a2a_hub.server.hub import HostedAgent, Hub
-from a2a_hub.server.jsonrpc import encode_error, handle_rpc
-from a2a_hub.server.sse import SseReply, sse_response
+from a2a_hub.server.caller import CallerMiddleware
+from a2a_hub.server.cards import agent_card, legacy_agent_card
+from a2a_hub.server.errors import JSON
+from a2a_hub.server.http import base_url, hub_of
+from a2a_hub.server.hub import Hub
+from a2a_hub.server.jsonrpc import rpc
 
-__all__ = ["SETTINGS_ENV", "app_from_environment", "create_app", "tune_gc"]
+__all__ = [
+    "AGENT_ROUTES",
+    "SETTINGS_ENV",
+    "AgentMount",
+    "app_from_environment",
+    "create_app",
+    "tune_gc",
+]
 
 #: Environment variable carrying the settings (JSON) to ``--workers`` processes.
 SETTINGS_ENV = "A2A_HUB_SETTINGS_JSON"
@@ -57,207 +82,149 @@ def app_from_environment() -> Starlette:
     return create_app(Hub(settings))
 
 
-log = logging.getLogger("a2a_hub.server")
 _enc = msgspec.json.Encoder()
 
-JSON = "application/json"
-A2A_JSON = "application/a2a+json"
+#: The routes of one agent, relative to its URL (``/a2a/{agent_id}`` or the root).
+#: JSON-RPC comes first: it is the busiest route.
+AGENT_ROUTES: list[BaseRoute] = [
+    Route("/", rpc, methods=["POST"]),
+    Route("/.well-known/agent-card.json", agent_card, methods=["GET"]),
+    Route("/.well-known/agent.json", legacy_agent_card, methods=["GET"]),
+    Route("/message:send", rest.send_message, methods=["POST"]),
+    Route("/message:stream", rest.send_streaming_message, methods=["POST"]),
+    Route("/tasks", rest.list_tasks, methods=["GET"]),
+    Route("/tasks/{task_id}:cancel", rest.cancel_task, methods=["POST"]),
+    Route("/tasks/{task_id}:subscribe", rest.subscribe, methods=["GET", "POST"]),
+    Route("/tasks/{task_id}/pushNotificationConfigs", rest.push_config, methods=["GET", "POST"]),
+    Route(
+        "/tasks/{task_id}/pushNotificationConfigs/{config_id}",
+        rest.push_config,
+        methods=["GET", "DELETE"],
+    ),
+    Route("/tasks/{task_id}", rest.get_task, methods=["GET"]),
+    Route("/extendedAgentCard", rest.extended_card, methods=["GET"]),
+]
 
 
-def _version(request: Request) -> str | None:
-    return request.headers.get("a2a-version") or request.query_params.get("A2A-Version")
+class AgentMount(Mount):
+    """A :class:`Mount` of the agent routes that also answers at its bare prefix.
+
+    A plain Mount at ``/a2a/{agent_id}`` matches only ``/a2a/echo/…``, and the
+    router would answer ``POST /a2a/echo`` (the agent's URL, as its card says)
+    with a 307 redirect to ``/a2a/echo/``.  Here the bare prefix is the mount's
+    own ``/`` route, so ``POST /a2a/echo`` and ``POST /a2a/echo/`` both reach
+    JSON-RPC directly.
+
+    With ``claim_unknown=False`` (the root alias, mounted at ``""``, which would
+    otherwise swallow every path) the mount claims only the paths one of its
+    routes matches, so that the app's other routes keep their own 404, 405 and
+    trailing-slash redirects.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        routes: Sequence[BaseRoute],
+        *,
+        middleware: Sequence[Middleware] | None = None,
+        claim_unknown: bool = True,
+    ) -> None:
+        super().__init__(path, routes=routes, middleware=middleware)
+        prefix = compile_path(self.path)[0].pattern.removesuffix("$") if self.path else "^"
+        self._regex = re.compile(prefix + "(?P<_rest>/.*)?$")
+        self._claim_unknown = claim_unknown
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        """Match ``prefix`` and ``prefix/…``; the child scope is the mount's, as for a Mount."""
+        if scope["type"] not in ("http", "websocket"):
+            return Match.NONE, {}
+        route_path = get_route_path(scope)
+        found = self._regex.match(route_path)
+        if found is None:
+            return Match.NONE, {}
+        params = found.groupdict()
+        rest_path = params.pop("_rest")
+        path_params = dict(scope.get("path_params", ()))
+        for name, value in params.items():
+            path_params[name] = self.param_convertors[name].convert(value)
+        root_path = scope.get("root_path", "")
+        child: Scope = {
+            "path_params": path_params,
+            "app_root_path": scope.get("app_root_path", root_path),
+            "endpoint": self.app,
+        }
+        if rest_path is None:  # the bare prefix: served as the mount's "/"
+            child["root_path"] = root_path + route_path
+            child["path"] = scope["path"] + "/"
+        else:
+            child["root_path"] = root_path + route_path[: len(route_path) - len(rest_path)]
+        if self._claim_unknown:
+            return Match.FULL, child
+        return self._inner_match({**scope, **child}), child
+
+    def _inner_match(self, scope: Scope) -> Match:
+        best = Match.NONE
+        for route in self.routes:
+            match, _ = route.matches(scope)
+            if match is Match.FULL:
+                return match
+            if match is Match.PARTIAL:
+                best = match
+        return best
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    length = request.headers.get("content-length")
-    if length is not None and length.isdigit():
-        if int(length) > limit:
-            raise _too_large(int(length), limit)
-        return await request.body()
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(size, limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
+async def healthz(request: Request) -> Response:
+    """``GET /healthz``: ok, and the ids of the hosted agents."""
+    agents = sorted(hub_of(request).agents)
+    return Response(_enc.encode({"status": "ok", "agents": agents}), media_type=JSON)
 
 
-def _too_large(size: int, limit: int) -> PayloadTooLargeError:
-    return PayloadTooLargeError(
-        f"Request body of {size} bytes is over the limit of {limit} bytes "
-        "(setting max_body_bytes / A2A_HUB_MAX_BODY_BYTES)",
-        data={"limit": limit},
+async def index(request: Request) -> Response:
+    """``GET /``: the hosted agents with their URLs and cards, and the default agent."""
+    hub = hub_of(request)
+    root = base_url(request, hub, None)
+    agents = [
+        {
+            "id": a.id,
+            "url": f"{root}/a2a/{a.id}",
+            "card": f"{root}/a2a/{a.id}/.well-known/agent-card.json",
+        }
+        for a in hub.agents.values()
+    ]
+    return Response(
+        _enc.encode({"name": "a2a-hub", "defaultAgent": hub.default_agent_id, "agents": agents}),
+        media_type=JSON,
     )
 
 
-def create_app(hub: Hub) -> Starlette:
-    """Build the Starlette app serving ``hub`` (opens and closes the store in its lifespan)."""
-    limit = hub.settings.max_body_bytes
-    heartbeat = hub.settings.sse_heartbeat
+@contextlib.asynccontextmanager
+async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    """Start the app's hub (store, cluster) and close it at shutdown."""
+    hub: Hub = app.state.hub
+    await hub.start()
+    try:
+        yield
+    finally:
+        await hub.close()
 
-    def base_url(request: Request, agent: HostedAgent | None) -> str:
-        root = hub.settings.public_url or str(request.base_url)
-        root = root.rstrip("/")
-        return root if agent is None else f"{root}/a2a/{agent.id}"
 
-    def locate(request: Request) -> tuple[HostedAgent, str]:
-        agent_id = request.path_params.get("agent_id")
-        if agent_id is None:
-            agent = hub.default_agent()
-            return agent, base_url(request, None)
-        agent = hub.agent(agent_id)
-        return agent, base_url(request, agent)
+def create_app(hub: Hub, *, agent_middleware: Sequence[Middleware] | None = None) -> Starlette:
+    """Build the Starlette app serving ``hub`` (opens and closes the store in its lifespan).
 
-    # --- JSON-RPC ---------------------------------------------------------------------
-
-    async def rpc(request: Request) -> Response:
-        try:
-            agent, _ = locate(request)
-            body = await _read_body(request, limit)
-        except A2AError as err:
-            return Response(encode_error(None, err, "1.0"), err.http_status, media_type=JSON)
-        answer = await handle_rpc(
-            agent, body, _version(request), request.headers.get("last-event-id")
-        )
-        if isinstance(answer, SseReply):
-            return sse_response(answer, heartbeat)
-        return Response(answer, media_type=JSON)
-
-    # --- cards ------------------------------------------------------------------------
-
-    def card_endpoint(legacy: bool) -> Callable[[Request], Awaitable[Response]]:
-        async def card(request: Request) -> Response:
-            try:
-                agent, url = locate(request)
-            except A2AError as err:
-                return Response(rest.error_body(err), err.http_status, media_type=JSON)
-            body, etag = legacy_card_bytes(agent, url) if legacy else card_bytes(agent, url)
-            headers = {"ETag": etag, "Cache-Control": CARD_CACHE_CONTROL}
-            if etag in request.headers.get("if-none-match", ""):
-                return Response(status_code=304, headers=headers)
-            return Response(body, media_type=JSON, headers=headers)
-
-        return card
-
-    # --- REST -------------------------------------------------------------------------
-
-    RestFn = Callable[[HostedAgent, Request], Awaitable[Any]]
-
-    def rest_endpoint(fn: RestFn, *, status: int = 200) -> Callable[[Request], Awaitable[Response]]:
-        async def endpoint(request: Request) -> Response:
-            try:
-                agent, _ = locate(request)
-                rest.check_version(_version(request))
-                result = await fn(agent, request)
-            except A2AError as err:
-                log.debug("REST %s: %s", request.url.path, err.message)
-                return Response(rest.error_body(err), err.http_status, media_type=JSON)
-            except Exception:
-                log.exception("REST %s: internal error", request.url.path)
-                internal = InternalError()
-                return Response(rest.error_body(internal), internal.http_status, media_type=JSON)
-            if isinstance(result, SseReply):
-                return sse_response(result, heartbeat)
-            return Response(_enc.encode(result), status, media_type=A2A_JSON)
-
-        return endpoint
-
-    async def r_send(agent: HostedAgent, request: Request) -> Any:
-        return await rest.send(agent, request, await _read_body(request, limit))
-
-    async def r_stream(agent: HostedAgent, request: Request) -> Any:
-        return await rest.stream(agent, request, await _read_body(request, limit))
-
-    async def r_subscribe(agent: HostedAgent, request: Request) -> Any:
-        return await rest.subscribe(agent, request, request.path_params["task_id"])
-
-    async def r_get(agent: HostedAgent, request: Request) -> Any:
-        return await rest.get_task(agent, request, request.path_params["task_id"])
-
-    async def r_list(agent: HostedAgent, request: Request) -> Any:
-        return await rest.list_tasks(agent, request)
-
-    async def r_cancel(agent: HostedAgent, request: Request) -> Any:
-        body = await _read_body(request, limit)
-        return await rest.cancel(agent, request, request.path_params["task_id"], body)
-
-    def r_fail(make: Callable[[HostedAgent], A2AError]) -> RestFn:
-        async def fn(agent: HostedAgent, request: Request) -> Any:
-            raise make(agent)
-
-        return fn
-
-    # --- misc -------------------------------------------------------------------------
-
-    async def healthz(request: Request) -> Response:
-        return Response(
-            _enc.encode({"status": "ok", "agents": sorted(hub.agents)}), media_type=JSON
-        )
-
-    async def index(request: Request) -> Response:
-        root = base_url(request, None)
-        agents = [
-            {
-                "id": a.id,
-                "url": f"{root}/a2a/{a.id}",
-                "card": f"{root}/a2a/{a.id}/.well-known/agent-card.json",
-            }
-            for a in hub.agents.values()
-        ]
-        return Response(
-            _enc.encode(
-                {"name": "a2a-hub", "defaultAgent": hub.default_agent_id, "agents": agents}
-            ),
-            media_type=JSON,
-        )
-
-    def agent_routes(prefix: str) -> list[BaseRoute]:
-        push = r_fail(HostedAgent.push_not_supported)
-        return [
-            Route(f"{prefix}/.well-known/agent-card.json", card_endpoint(False), methods=["GET"]),
-            Route(f"{prefix}/.well-known/agent.json", card_endpoint(True), methods=["GET"]),
-            Route(f"{prefix}/message:send", rest_endpoint(r_send), methods=["POST"]),
-            Route(f"{prefix}/message:stream", rest_endpoint(r_stream), methods=["POST"]),
-            Route(f"{prefix}/tasks", rest_endpoint(r_list), methods=["GET"]),
-            Route(f"{prefix}/tasks/{{task_id}}:cancel", rest_endpoint(r_cancel), methods=["POST"]),
-            Route(
-                f"{prefix}/tasks/{{task_id}}:subscribe",
-                rest_endpoint(r_subscribe),
-                methods=["GET", "POST"],
-            ),
-            Route(
-                f"{prefix}/tasks/{{task_id}}/pushNotificationConfigs",
-                rest_endpoint(push),
-                methods=["GET", "POST"],
-            ),
-            Route(
-                f"{prefix}/tasks/{{task_id}}/pushNotificationConfigs/{{config_id}}",
-                rest_endpoint(push),
-                methods=["GET", "DELETE"],
-            ),
-            Route(f"{prefix}/tasks/{{task_id}}", rest_endpoint(r_get), methods=["GET"]),
-            Route(
-                f"{prefix}/extendedAgentCard",
-                rest_endpoint(r_fail(HostedAgent.no_extended_card)),
-                methods=["GET"],
-            ),
-            Route(prefix or "/", rpc, methods=["POST"]),
-        ]
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await hub.start()
-        try:
-            yield
-        finally:
-            await hub.close()
-
+    ``agent_middleware`` is the middleware list of every agent route (both mounts);
+    by default ``[Middleware(CallerMiddleware)]``.  It must put the request's
+    caller in ``scope["state"]["caller"]``: give a subclass of
+    :class:`CallerMiddleware` (see :mod:`a2a_hub.server.caller`) to authenticate.
+    """
+    middleware = (
+        list(agent_middleware) if agent_middleware is not None else [Middleware(CallerMiddleware)]
+    )
     routes: list[BaseRoute] = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/", index, methods=["GET"]),
-        *agent_routes("/a2a/{agent_id}"),
-        *agent_routes(""),
+        AgentMount("/a2a/{agent_id}", AGENT_ROUTES, middleware=middleware),
+        AgentMount("", AGENT_ROUTES, middleware=middleware, claim_unknown=False),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.hub = hub
+    return app

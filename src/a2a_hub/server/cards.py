@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 
 import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
 
 from a2a_hub.protocol import v01
 from a2a_hub.protocol.types import (
@@ -13,9 +15,18 @@ from a2a_hub.protocol.types import (
     AgentInterface,
     AgentSkill,
 )
+from a2a_hub.server.errors import JSON, guarded
+from a2a_hub.server.http import agent_of, base_url, hub_of
 from a2a_hub.server.hub import HostedAgent
 
-__all__ = ["CARD_CACHE_CONTROL", "build_card", "card_bytes", "legacy_card_bytes"]
+__all__ = [
+    "CARD_CACHE_CONTROL",
+    "agent_card",
+    "build_card",
+    "card_bytes",
+    "legacy_agent_card",
+    "legacy_card_bytes",
+]
 
 CARD_CACHE_CONTROL = "public, max-age=300"
 _enc = msgspec.json.Encoder()
@@ -87,3 +98,27 @@ def legacy_card_bytes(agent: HostedAgent, base_url: str) -> tuple[bytes, str]:
         body = _enc.encode(v01.encode_card(build_card(agent, base_url), base_url))
         cached = _remember(agent, key, body)
     return cached
+
+
+async def _serve(request: Request, legacy: bool) -> Response:
+    hub = hub_of(request)
+    agent = agent_of(request, hub)
+    aliased = "agent_id" not in request.scope["path_params"]  # the root alias: the root's URL
+    url = base_url(request, hub, None if aliased else agent)
+    body, etag = legacy_card_bytes(agent, url) if legacy else card_bytes(agent, url)
+    headers = {"ETag": etag, "Cache-Control": CARD_CACHE_CONTROL}
+    if etag in request.headers.get("if-none-match", ""):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type=JSON, headers=headers)
+
+
+@guarded
+async def agent_card(request: Request) -> Response:
+    """``GET /.well-known/agent-card.json``: the 1.0 card, ETag and ``If-None-Match`` honoured."""
+    return await _serve(request, legacy=False)
+
+
+@guarded
+async def legacy_agent_card(request: Request) -> Response:
+    """``GET /.well-known/agent.json``: the 0.1 card."""
+    return await _serve(request, legacy=True)

@@ -1,23 +1,38 @@
-"""The hub: the store and every hosted agent with its engine, built from :class:`Settings`."""
+"""The hub: the store and every hosted agent with its engine, built from :class:`Settings`.
+
+The registry is live: :meth:`Hub.add` and :meth:`Hub.remove` change the hosted
+agents while the hub serves, and routes follow at once (each request looks its
+agent up).  Removing an agent lets its running tasks finish on its engine, which
+closes when the last one ends, unless ``cancel_running`` cancels them; either way
+new requests to it get ``AgentNotFound`` from that moment.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from dataclasses import dataclass, field
 
 from a2a_hub.agents.loader import build_executor
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.engine import TaskEngine
 from a2a_hub.engine.executor import AgentExecutor
+from a2a_hub.engine.run import TaskRun
 from a2a_hub.protocol.errors import (
     A2AError,
     AgentNotFoundError,
     ExtendedAgentCardNotConfiguredError,
     PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
     UnsupportedOperationError,
 )
 from a2a_hub.settings import AgentSpec, Settings
 from a2a_hub.stores import open_store
 from a2a_hub.stores.base import Store
+
+log = logging.getLogger("a2a_hub.server")
 
 __all__ = ["HostedAgent", "Hub"]
 
@@ -65,7 +80,13 @@ class HostedAgent:
 
 
 class Hub:
-    """All agents of one process over one store."""
+    """All agents of one process over one store.
+
+    ``executors`` gives ready executors to some of the agents in ``settings.agents``
+    (by id); the others are built from their spec.  The default agent, served at
+    the root URL, is ``settings.default_agent`` while it is hosted, or else the
+    only agent when exactly one is hosted.
+    """
 
     def __init__(
         self,
@@ -74,38 +95,131 @@ class Hub:
         store: Store | None = None,
         executors: dict[str, AgentExecutor] | None = None,
     ) -> None:
+        executors = executors or {}
+        unknown = sorted(set(executors) - {spec.id for spec in settings.agents})
+        if unknown:
+            raise ValueError(
+                f"executors given for {', '.join(map(repr, unknown))}, which settings.agents "
+                f"does not declare (agents: {', '.join(s.id for s in settings.agents) or 'none'})"
+            )
         self.settings = settings
         self.store = store if store is not None else open_store(settings.store)
         self.cluster = Cluster(self.store, orphan_timeout=settings.orphan_timeout)
         self.agents: dict[str, HostedAgent] = {}
+        #: Engines of removed agents whose running tasks have not ended yet.
+        self._retiring: dict[asyncio.Task[None], TaskEngine] = {}
         for spec in settings.agents:
-            executor = (executors or {}).get(spec.id) or build_executor(spec)
-            engine = TaskEngine(spec.id, executor, self.store, cluster=self.cluster)
-            self.agents[spec.id] = HostedAgent(spec, executor, engine)
-        self.default_agent_id = settings.default_agent or (
-            settings.agents[0].id if len(settings.agents) == 1 else None
-        )
+            self.add(spec, executors.get(spec.id))
+
+    @property
+    def default_agent_id(self) -> str | None:
+        """The id of the agent answering at the root URL, if any (it follows add/remove)."""
+        chosen = self.settings.default_agent
+        if chosen is not None:
+            return chosen if chosen in self.agents else None
+        if len(self.agents) == 1:
+            return next(iter(self.agents))
+        return None
 
     def agent(self, agent_id: str) -> HostedAgent:
         """The agent with that id, or :class:`AgentNotFoundError` naming the ones there are."""
         agent = self.agents.get(agent_id)
         if agent is None:
-            known = ", ".join(sorted(self.agents)) or "none"
             raise AgentNotFoundError(
-                f"No agent {agent_id!r} is hosted here; agents: {known}",
+                f"No agent {agent_id!r} is hosted here; agents: {self._known()}",
                 data={"agentId": agent_id},
             )
         return agent
 
     def default_agent(self) -> HostedAgent:
         """The agent answering at the root URL."""
-        if self.default_agent_id is None:
+        agent_id = self.default_agent_id
+        if agent_id is not None:
+            return self.agents[agent_id]
+        chosen = self.settings.default_agent
+        if chosen is not None:
             raise AgentNotFoundError(
-                "No default agent: this hub hosts several agents; use /a2a/{agent_id} "
-                f"(agents: {', '.join(sorted(self.agents)) or 'none'}) or start it with "
-                "--default-agent"
+                f"The default agent {chosen!r} is not hosted any more; use /a2a/{{agent_id}} "
+                f"(agents: {self._known()})",
+                data={"agentId": chosen},
             )
-        return self.agents[self.default_agent_id]
+        raise AgentNotFoundError(
+            "No default agent: this hub hosts several agents; use /a2a/{agent_id} "
+            f"(agents: {self._known()}) or start it with --default-agent"
+        )
+
+    def _known(self) -> str:
+        return ", ".join(sorted(self.agents)) or "none"
+
+    # --- the live registry ------------------------------------------------------------
+
+    def add(self, spec: AgentSpec, executor: AgentExecutor | None = None) -> HostedAgent:
+        """Host an agent (its executor built from ``spec`` unless given), serving at once.
+
+        An agent with the same id is replaced: requests from now on reach the new
+        one, while the tasks running on the old one finish there (as with
+        :meth:`remove`).  Works before and after :meth:`start`; the engine joins
+        the cluster of instances sharing the store.  ``settings`` is not changed.
+        """
+        if not spec.id or "/" in spec.id:
+            raise ValueError(f"agent id {spec.id!r} must be non-empty and contain no '/'")
+        if executor is None:
+            executor = build_executor(spec)
+        old = self.agents.get(spec.id)
+        if old is not None:
+            self._retire(old.engine)
+        engine = TaskEngine(spec.id, executor, self.store, cluster=self.cluster)
+        agent = self.agents[spec.id] = HostedAgent(spec, executor, engine)
+        return agent
+
+    async def remove(self, agent_id: str, *, cancel_running: bool = False) -> HostedAgent:
+        """Stop hosting an agent: from now on its requests get :class:`AgentNotFoundError`.
+
+        Its running tasks finish on its engine, which closes when the last one
+        ends (in the background: this returns at once).  With ``cancel_running``
+        they are canceled instead (``TASK_STATE_CANCELED``, the executor's
+        ``cancel`` is called) and this returns once they have ended and the
+        engine is closed.  Returns the removed agent.
+        """
+        agent = self.agent(agent_id)
+        del self.agents[agent_id]
+        if cancel_running:
+            await _cancel_runs(agent.engine)
+            await self._close_engine(agent.engine)
+        else:
+            self._retire(agent.engine)
+        return agent
+
+    def _retire(self, engine: TaskEngine) -> None:
+        """Close ``engine`` once its running tasks have ended (it serves no new requests)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no event loop: nothing ever ran on this engine
+            self._leave_cluster(engine)
+            return
+        drain = asyncio.ensure_future(self._drain(engine))
+        self._retiring[drain] = engine
+        drain.add_done_callback(self._retired)
+
+    async def _drain(self, engine: TaskEngine) -> None:
+        while runs := _running(engine):
+            await asyncio.wait([run.finished for run in runs])
+        await self._close_engine(engine)
+
+    def _retired(self, drain: asyncio.Task[None]) -> None:
+        self._retiring.pop(drain, None)
+        if not drain.cancelled() and drain.exception() is not None:
+            log.error("closing engine of a removed agent failed", exc_info=drain.exception())
+
+    async def _close_engine(self, engine: TaskEngine) -> None:
+        await engine.close()
+        self._leave_cluster(engine)
+
+    def _leave_cluster(self, engine: TaskEngine) -> None:
+        if self.cluster.engines.get(engine.agent_id) is engine:
+            del self.cluster.engines[engine.agent_id]
+
+    # --- life -------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Open the store and join the cluster of instances sharing it."""
@@ -113,8 +227,33 @@ class Hub:
         await self.cluster.start()
 
     async def close(self) -> None:
-        """Stop running tasks, leave the cluster and close the store."""
+        """Stop running tasks (removed agents' too), leave the cluster and close the store."""
+        retiring = list(self._retiring.items())
+        for drain, _ in retiring:
+            drain.cancel()
+        for drain, engine in retiring:
+            with contextlib.suppress(asyncio.CancelledError):
+                await drain
+            await engine.close()
         for agent in self.agents.values():
             await agent.engine.close()
         await self.cluster.close()
         await self.store.close()
+
+
+def _running(engine: TaskEngine) -> list[TaskRun]:
+    """The runs executing on ``engine`` in this process.
+
+    Reads the engine's private run table: the engine has no public list of its
+    runs yet (only ``live(task_id)``).
+    """
+    return list(engine._runs.values())
+
+
+async def _cancel_runs(engine: TaskEngine) -> None:
+    """Cancel every task running on ``engine`` and wait until all its runs have ended."""
+    for run in _running(engine):
+        with contextlib.suppress(TaskNotFoundError, TaskNotCancelableError):
+            await engine.cancel_task(run.task_id)  # ends canceled (a run with no task yet: no-op)
+    while runs := _running(engine):
+        await asyncio.wait([run.finished for run in runs])

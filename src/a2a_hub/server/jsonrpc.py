@@ -10,17 +10,18 @@ answered with HTTP 200 and a JSON-RPC error object, as the protocol does.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
 
+from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol import v01, v03
 from a2a_hub.protocol.errors import (
-    A2AError,
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
@@ -37,25 +38,27 @@ from a2a_hub.protocol.types import (
     Task,
     TaskIdRequest,
 )
+from a2a_hub.server.caller import caller_of
+from a2a_hub.server.errors import JSON, encode_error, protocol_error
+from a2a_hub.server.http import a2a_version, agent_of, hub_of, read_body
 from a2a_hub.server.hub import HostedAgent
-from a2a_hub.server.sse import SseReply, encoded_event
+from a2a_hub.server.sse import SseReply, encoded_event, sse_response
 from a2a_hub.stores.base import TaskEvent
 
-__all__ = ["SERVED_VERSIONS", "error_info", "handle_rpc", "resolve_family"]
-
-log = logging.getLogger("a2a_hub.server")
+__all__ = ["SERVED_VERSIONS", "Call", "resolve_family", "rpc"]
 
 SERVED_VERSIONS = "1.0 and 0.3 (also 0.2), plus the 0.1 legacy methods"
 
 
 @dataclass(slots=True)
 class Call:
-    """One JSON-RPC call: the agent, raw params, request id, and the ``Last-Event-ID`` header."""
+    """One JSON-RPC call: the agent, raw params, request id, ``Last-Event-ID``, and the caller."""
 
     agent: HostedAgent
     params: msgspec.Raw
     id: str | int | None = None
     last_event_id: str | None = None
+    caller: Caller = ANONYMOUS
 
 
 Handler = Callable[[Call], Awaitable[Any]]
@@ -72,18 +75,6 @@ class _Ok(msgspec.Struct):
     jsonrpc: str
     id: str | int | None
     result: Any
-
-
-class _ErrorBody(msgspec.Struct, omit_defaults=True):
-    code: int
-    message: str
-    data: Any = None
-
-
-class _Err(msgspec.Struct):
-    jsonrpc: str
-    id: str | int | None
-    error: _ErrorBody
 
 
 _enc = msgspec.json.Encoder()
@@ -168,7 +159,9 @@ async def _no_extended_card(call: Call) -> Any:
 
 
 async def _send_10(call: Call) -> Any:
-    result = await call.agent.engine.send(_decode(call.params, SendMessageRequest))
+    result = await call.agent.engine.send(
+        _decode(call.params, SendMessageRequest), caller=call.caller
+    )
     if isinstance(result, Task):
         return SendMessageResponse(task=result)
     return SendMessageResponse(message=result)
@@ -176,29 +169,34 @@ async def _send_10(call: Call) -> Any:
 
 async def _stream_10(call: Call) -> Any:
     call.agent.require_streaming("SendStreamingMessage")
-    stream = await call.agent.engine.send_stream(_decode(call.params, SendMessageRequest))
+    stream = await call.agent.engine.send_stream(
+        _decode(call.params, SendMessageRequest), caller=call.caller
+    )
     return _rpc_stream(call, stream, _v10_event, "1.0")
 
 
 async def _subscribe_10(call: Call) -> Any:
     call.agent.require_streaming("SubscribeToTask")
     req = _decode(call.params, TaskIdRequest)
-    stream = await call.agent.engine.subscribe(req.id, _position(call, req.metadata))
+    stream = await call.agent.engine.subscribe(
+        req.id, _position(call, req.metadata), caller=call.caller
+    )
     return _rpc_stream(call, stream, _v10_event, "1.0")
 
 
 async def _get_10(call: Call) -> Any:
     req = _decode(call.params, GetTaskRequest)
-    return await call.agent.engine.get_task(req.id, req.history_length)
+    return await call.agent.engine.get_task(req.id, req.history_length, caller=call.caller)
 
 
 async def _list_10(call: Call) -> Any:
     req = _decode(call.params, ListTasksRequest) if call.params else ListTasksRequest()
-    return await call.agent.engine.list_tasks(req)
+    return await call.agent.engine.list_tasks(req, caller=call.caller)
 
 
 async def _cancel_10(call: Call) -> Any:
-    return await call.agent.engine.cancel_task(_decode(call.params, TaskIdRequest).id)
+    task_id = _decode(call.params, TaskIdRequest).id
+    return await call.agent.engine.cancel_task(task_id, caller=call.caller)
 
 
 V10: dict[str, Handler] = {
@@ -224,25 +222,27 @@ def _encode_old(task: Task) -> dict[str, Any]:
 
 
 async def _send_03(call: Call) -> Any:
-    result = await call.agent.engine.send(v03.decode_send_params(_decode_any(call.params)))
+    request = v03.decode_send_params(_decode_any(call.params))
+    result = await call.agent.engine.send(request, caller=call.caller)
     return v03.encode_send_result(result)
 
 
 async def _stream_03(call: Call) -> Any:
     call.agent.require_streaming("message/stream")
     request = v03.decode_send_params(_decode_any(call.params))
-    stream = await call.agent.engine.send_stream(request)
+    stream = await call.agent.engine.send_stream(request, caller=call.caller)
     return _rpc_stream(call, stream, _v03_event, "0.3")
 
 
 async def _get_old(call: Call) -> Any:
     task_id, history_length = v03.decode_task_query(_decode_any(call.params))
-    return _encode_old(await call.agent.engine.get_task(task_id, history_length))
+    task = await call.agent.engine.get_task(task_id, history_length, caller=call.caller)
+    return _encode_old(task)
 
 
 async def _cancel_old(call: Call) -> Any:
     task_id = v03.decode_task_id(_decode_any(call.params))
-    return _encode_old(await call.agent.engine.cancel_task(task_id))
+    return _encode_old(await call.agent.engine.cancel_task(task_id, caller=call.caller))
 
 
 async def _resubscribe_old(call: Call) -> Any:
@@ -251,8 +251,8 @@ async def _resubscribe_old(call: Call) -> Any:
     task_id = v03.decode_task_id(params)
     metadata = params.get("metadata")
     after = _position(call, metadata if isinstance(metadata, dict) else None)
-    legacy = v01.is_legacy_task(await call.agent.engine.get_task(task_id, 1))
-    stream = await call.agent.engine.subscribe(task_id, after)
+    legacy = v01.is_legacy_task(await call.agent.engine.get_task(task_id, 1, caller=call.caller))
+    stream = await call.agent.engine.subscribe(task_id, after, caller=call.caller)
     if legacy:
         return _rpc_stream(call, stream, _v01_encoder(), "0.1")
     return _rpc_stream(call, stream, _v03_event, "0.3")
@@ -260,7 +260,7 @@ async def _resubscribe_old(call: Call) -> Any:
 
 async def _send_01(call: Call) -> Any:
     request, task_id = v01.decode_send_params(_decode_any(call.params))
-    result = await call.agent.engine.send(request, new_task_id=task_id)
+    result = await call.agent.engine.send(request, new_task_id=task_id, caller=call.caller)
     if not isinstance(result, Task):  # cannot happen: a client-chosen id binds the run to a task
         raise InternalError("the agent answered a 0.1 tasks/send without a task")
     return v01.encode_task(result)
@@ -269,7 +269,7 @@ async def _send_01(call: Call) -> Any:
 async def _stream_01(call: Call) -> Any:
     call.agent.require_streaming("tasks/sendSubscribe")
     request, task_id = v01.decode_send_params(_decode_any(call.params))
-    stream = await call.agent.engine.send_stream(request, new_task_id=task_id)
+    stream = await call.agent.engine.send_stream(request, new_task_id=task_id, caller=call.caller)
     return _rpc_stream(call, stream, _v01_encoder(), "0.1")
 
 
@@ -339,33 +339,23 @@ def _family_of(version: str) -> str:
     )
 
 
-def error_info(err: A2AError) -> dict[str, Any]:
-    """The google.rpc ``ErrorInfo`` detail of an error (1.0 JSON-RPC data, REST details)."""
-    return {
-        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-        "reason": err.reason,
-        "domain": "a2a-protocol.org",
-        "metadata": {k: str(v) for k, v in (err.data or {}).items()},
-    }
+async def rpc(request: Request) -> Response:
+    """``POST`` on an agent's URL (or the root alias): one JSON-RPC request, any version.
 
-
-def encode_error(req_id: str | int | None, err: A2AError, family: str | None) -> bytes:
-    """A JSON-RPC error response for ``err``."""
-    data: Any = None
-    if family == "1.0":
-        data = [error_info(err)]
-    elif err.data:
-        data = err.data
-    return _enc.encode(_Err("2.0", req_id, _ErrorBody(err.code, err.message, data)))
-
-
-async def handle_rpc(
-    agent: HostedAgent, body: bytes, version: str | None, last_event_id: str | None = None
-) -> bytes | SseReply:
-    """Answer one JSON-RPC request body (bytes, or a stream to send as SSE); never raises."""
+    A request refused before its body is read (no such agent, a body over the
+    limit) gets the error's HTTP status; once the body is read every error is a
+    JSON-RPC error object with HTTP 200.  Never raises.
+    """
+    hub = hub_of(request)
     req_id: str | int | None = None
     family: str | None = None
+    status = 0  # until the body is read: the error's own HTTP status
+    where = "JSON-RPC"
     try:
+        agent = agent_of(request, hub)
+        where = f"agent {agent.id}"
+        body = await read_body(request, hub.settings.max_body_bytes)
+        status = 200
         try:
             env = _env_dec.decode(body)
         except msgspec.ValidationError as exc:
@@ -378,14 +368,15 @@ async def handle_rpc(
         req_id = env.id
         if env.jsonrpc != "2.0":
             raise InvalidRequestError('jsonrpc must be "2.0"')
-        family, handler = resolve_family(version, env.method)
-        result = await handler(Call(agent, env.params, req_id, last_event_id))
+        family, handler = resolve_family(a2a_version(request), env.method)
+        last_event_id = request.headers.get("last-event-id")
+        call = Call(agent, env.params, req_id, last_event_id, caller_of(request))
+        result = await handler(call)
         if isinstance(result, SseReply):
-            return result
-        return _enc.encode(_Ok("2.0", req_id, result))
-    except A2AError as err:
-        log.debug("agent %s: %s %s", agent.id, type(err).__name__, err.message)
-        return encode_error(req_id, err, family or "1.0")
-    except Exception:
-        log.exception("agent %s: internal error", agent.id)
-        return encode_error(req_id, InternalError(), family or "1.0")
+            return sse_response(result, hub.settings.sse_heartbeat)
+        return Response(_enc.encode(_Ok("2.0", req_id, result)), media_type=JSON)
+    except Exception as exc:
+        err = protocol_error(exc, where)
+        return Response(
+            encode_error(req_id, err, family or "1.0"), status or err.http_status, media_type=JSON
+        )

@@ -1,6 +1,9 @@
 """HTTP+JSON (REST) binding of A2A 1.0: ``/message:send``, ``/tasks/{id}``, ``/tasks`` …
 
-Errors use the spec's body: ``{"error": {"code", "status", "message", "details": [ErrorInfo]}}``.
+Each endpoint serves the agent of its route (``/a2a/{agent_id}/…`` or the root
+alias) for the caller :class:`~a2a_hub.server.caller.CallerMiddleware` found.
+Errors use the spec's body: ``{"error": {"code", "status", "message", "details": [ErrorInfo]}}``
+(:func:`a2a_hub.server.errors.error_body`), answered by :func:`~a2a_hub.server.errors.guarded`.
 """
 
 from __future__ import annotations
@@ -9,10 +12,10 @@ from typing import Any
 
 import msgspec
 from starlette.requests import Request
+from starlette.responses import Response
 
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol.errors import (
-    A2AError,
     ContentTypeNotSupportedError,
     InvalidParamsError,
     VersionNotSupportedError,
@@ -24,38 +27,31 @@ from a2a_hub.protocol.types import (
     Task,
     TaskState,
 )
-from a2a_hub.server.hub import HostedAgent
-from a2a_hub.server.jsonrpc import SERVED_VERSIONS, error_info
-from a2a_hub.server.sse import SseReply, encoded_event
+from a2a_hub.server.caller import caller_of
+from a2a_hub.server.errors import error_body, guarded
+from a2a_hub.server.http import a2a_version, agent_of, hub_of, read_body
+from a2a_hub.server.hub import HostedAgent, Hub
+from a2a_hub.server.jsonrpc import SERVED_VERSIONS
+from a2a_hub.server.sse import SseReply, encoded_event, sse_response
 from a2a_hub.stores.base import TaskEvent
 
 __all__ = [
-    "cancel",
-    "error_body",
+    "cancel_task",
+    "check_version",
+    "extended_card",
     "get_task",
     "list_tasks",
-    "send",
-    "stream",
+    "push_config",
+    "send_message",
+    "send_streaming_message",
     "subscribe",
 ]
+
+A2A_JSON = "application/a2a+json"
 
 _enc = msgspec.json.Encoder()
 _JSON_TYPES = ("application/json", "application/a2a+json")
 _BY_LABEL = {state.label: state for state in TaskState}
-
-
-def error_body(err: A2AError) -> bytes:
-    """The HTTP+JSON error body of ``err``."""
-    return _enc.encode(
-        {
-            "error": {
-                "code": err.http_status,
-                "status": err.grpc_status,
-                "message": err.message,
-                "details": [error_info(err)],
-            }
-        }
-    )
 
 
 def check_version(version: str | None) -> None:
@@ -66,6 +62,18 @@ def check_version(version: str | None) -> None:
             f"use JSON-RPC at the same URL for {SERVED_VERSIONS}",
             data={"requested": version, "supported": "1.0"},
         )
+
+
+def _target(request: Request) -> tuple[Hub, HostedAgent]:
+    """The hub and agent of a REST request, its ``A2A-Version`` checked."""
+    hub = hub_of(request)
+    agent = agent_of(request, hub)
+    check_version(a2a_version(request))
+    return hub, agent
+
+
+def _ok(result: Any) -> Response:
+    return Response(_enc.encode(result), media_type=A2A_JSON)
 
 
 def _check_json(request: Request, body: bytes) -> None:
@@ -114,31 +122,7 @@ def _state_param(request: Request) -> TaskState | None:
     )
 
 
-async def send(agent: HostedAgent, request: Request, body: bytes) -> Any:
-    """``POST /message:send``."""
-    _check_json(request, body)
-    try:
-        params = msgspec.json.decode(body, type=SendMessageRequest)
-    except msgspec.ValidationError as exc:
-        raise InvalidParamsError(
-            f"invalid request body: {str(exc).replace('`$', '`body')}"
-        ) from None
-    except msgspec.DecodeError as exc:
-        raise InvalidParamsError(f"request body is not valid JSON: {exc}") from None
-    result = await agent.engine.send(params)
-    if isinstance(result, Task):
-        return SendMessageResponse(task=result)
-    return SendMessageResponse(message=result)
-
-
-def _stream_reply(stream: TaskStream) -> SseReply:
-    def event(ev: TaskEvent) -> bytes | None:
-        return None if is_internal(ev.event) else encoded_event(ev)
-
-    return SseReply(stream, event, error_body)
-
-
-def _decode_send(request: Request, body: bytes) -> SendMessageRequest:
+def _send_request(request: Request, body: bytes) -> SendMessageRequest:
     _check_json(request, body)
     try:
         return msgspec.json.decode(body, type=SendMessageRequest)
@@ -150,46 +134,99 @@ def _decode_send(request: Request, body: bytes) -> SendMessageRequest:
         raise InvalidParamsError(f"request body is not valid JSON: {exc}") from None
 
 
-async def stream(agent: HostedAgent, request: Request, body: bytes) -> SseReply:
+def _stream(hub: Hub, stream: TaskStream) -> Response:
+    def event(ev: TaskEvent) -> bytes | None:
+        return None if is_internal(ev.event) else encoded_event(ev)
+
+    return sse_response(SseReply(stream, event, error_body), hub.settings.sse_heartbeat)
+
+
+@guarded
+async def send_message(request: Request) -> Response:
+    """``POST /message:send``."""
+    hub, agent = _target(request)
+    params = _send_request(request, await read_body(request, hub.settings.max_body_bytes))
+    result = await agent.engine.send(params, caller=caller_of(request))
+    if isinstance(result, Task):
+        return _ok(SendMessageResponse(task=result))
+    return _ok(SendMessageResponse(message=result))
+
+
+@guarded
+async def send_streaming_message(request: Request) -> Response:
     """``POST /message:stream``."""
+    hub, agent = _target(request)
+    body = await read_body(request, hub.settings.max_body_bytes)
     agent.require_streaming("SendStreamingMessage")
-    return _stream_reply(await agent.engine.send_stream(_decode_send(request, body)))
+    params = _send_request(request, body)
+    return _stream(hub, await agent.engine.send_stream(params, caller=caller_of(request)))
 
 
-async def subscribe(agent: HostedAgent, request: Request, task_id: str) -> SseReply:
+@guarded
+async def subscribe(request: Request) -> Response:
     """``GET|POST /tasks/{id}:subscribe`` (``Last-Event-ID`` header or ``lastEventId`` query)."""
+    hub, agent = _target(request)
     agent.require_streaming("SubscribeToTask")
     position = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
-    return _stream_reply(await agent.engine.subscribe(task_id, check_position(position)))
-
-
-async def get_task(agent: HostedAgent, request: Request, task_id: str) -> Any:
-    """``GET /tasks/{id}``."""
-    return await agent.engine.get_task(task_id, _int_param(request, "historyLength"))
-
-
-async def list_tasks(agent: HostedAgent, request: Request) -> Any:
-    """``GET /tasks``."""
-    q = request.query_params
-    return await agent.engine.list_tasks(
-        ListTasksRequest(
-            context_id=q.get("contextId") or None,
-            status=_state_param(request),
-            page_size=_int_param(request, "pageSize"),
-            page_token=q.get("pageToken") or None,
-            history_length=_int_param(request, "historyLength"),
-            status_timestamp_after=q.get("statusTimestampAfter") or None,
-            include_artifacts=_bool_param(request, "includeArtifacts"),
-        )
+    stream = await agent.engine.subscribe(
+        request.path_params["task_id"], check_position(position), caller=caller_of(request)
     )
+    return _stream(hub, stream)
 
 
-async def cancel(agent: HostedAgent, request: Request, task_id: str, body: bytes) -> Any:
-    """``POST /tasks/{id}:cancel``."""
+@guarded
+async def get_task(request: Request) -> Response:
+    """``GET /tasks/{id}``."""
+    _, agent = _target(request)
+    task = await agent.engine.get_task(
+        request.path_params["task_id"],
+        _int_param(request, "historyLength"),
+        caller=caller_of(request),
+    )
+    return _ok(task)
+
+
+@guarded
+async def list_tasks(request: Request) -> Response:
+    """``GET /tasks``."""
+    _, agent = _target(request)
+    q = request.query_params
+    query = ListTasksRequest(
+        context_id=q.get("contextId") or None,
+        status=_state_param(request),
+        page_size=_int_param(request, "pageSize"),
+        page_token=q.get("pageToken") or None,
+        history_length=_int_param(request, "historyLength"),
+        status_timestamp_after=q.get("statusTimestampAfter") or None,
+        include_artifacts=_bool_param(request, "includeArtifacts"),
+    )
+    return _ok(await agent.engine.list_tasks(query, caller=caller_of(request)))
+
+
+@guarded
+async def cancel_task(request: Request) -> Response:
+    """``POST /tasks/{id}:cancel`` (an empty body or a JSON object)."""
+    hub, agent = _target(request)
+    body = await read_body(request, hub.settings.max_body_bytes)
     _check_json(request, body)
     if body.strip():
         try:
             msgspec.json.decode(body, type=dict[str, Any])
         except msgspec.DecodeError as exc:
             raise InvalidParamsError(f"request body must be a JSON object: {exc}") from None
-    return await agent.engine.cancel_task(task_id)
+    task = await agent.engine.cancel_task(request.path_params["task_id"], caller=caller_of(request))
+    return _ok(task)
+
+
+@guarded
+async def push_config(request: Request) -> Response:
+    """``/tasks/{id}/pushNotificationConfigs[/{config_id}]``: no push notifications here yet."""
+    _, agent = _target(request)
+    raise agent.push_not_supported()
+
+
+@guarded
+async def extended_card(request: Request) -> Response:
+    """``GET /extendedAgentCard``: none is configured."""
+    _, agent = _target(request)
+    raise agent.no_extended_card()

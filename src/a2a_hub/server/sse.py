@@ -9,7 +9,6 @@ An error after the stream has started is sent as an ``event: error`` and ends it
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +17,8 @@ import msgspec
 from starlette.responses import Response
 
 from a2a_hub.engine.stream import TaskStream
-from a2a_hub.protocol.errors import A2AError, InternalError
+from a2a_hub.protocol.errors import A2AError
+from a2a_hub.server.errors import protocol_error
 from a2a_hub.stores.base import TaskEvent
 
 __all__ = ["SseReply", "SseResponse", "encoded_event", "sse_response"]
@@ -40,8 +40,6 @@ def encoded_event(event: TaskEvent) -> bytes:
     _memo[key] = (event, data)
     return data
 
-
-log = logging.getLogger("a2a_hub.server")
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -141,15 +139,9 @@ async def _frames(reply: SseReply, heartbeat: float) -> AsyncIterator[bytes]:
                 if chunk:
                     yield b"".join(chunk)
                 return
-            except A2AError as err:
+            except Exception as exc:
+                err = protocol_error(exc, f"stream of task {stream.task_id}")
                 chunk.append(b"event: error\ndata: " + reply.encode_error(err) + b"\n\n")
-                yield b"".join(chunk)
-                return
-            except Exception:
-                log.exception("stream of task %s failed", stream.task_id)
-                chunk.append(
-                    b"event: error\ndata: " + reply.encode_error(InternalError()) + b"\n\n"
-                )
                 yield b"".join(chunk)
                 return
             if chunk:

@@ -1,0 +1,86 @@
+"""Who is calling: a pure ASGI middleware builds the request's :class:`Caller` once.
+
+Every agent route (``/a2a/{agent_id}/…`` and the root alias of the default agent)
+runs behind :class:`CallerMiddleware`, which stores the caller in
+``scope["state"]["caller"]``; the bindings read it back with :func:`caller_of` and
+hand it to every engine method (``caller=``).  Nothing else decides who calls.
+
+The hook for authentication
+---------------------------
+:meth:`CallerMiddleware.identify` answers :data:`ANONYMOUS` for now.  An API-key
+middleware subclasses it and overrides ``identify``::
+
+    class ApiKeyMiddleware(CallerMiddleware):
+        def __init__(self, app: ASGIApp, keys: KeyStore) -> None:
+            super().__init__(app)
+            self.keys = keys
+
+        async def identify(self, scope: Scope) -> Caller:
+            key = Headers(scope=scope).get("x-api-key")   # or Authorization: Bearer
+            if key is None:
+                raise UnauthenticatedError(...)          # an A2AError with http_status 401
+            caller = await self.keys.lookup(key)
+            agent_id = scope["path_params"].get("agent_id")  # None: the root alias
+            if caller.agents is not None and agent_id not in caller.agents:
+                raise ForbiddenError(...)                # 403
+            return caller
+
+and is given to :func:`a2a_hub.server.create_app` in place of this one
+(``agent_middleware=[Middleware(ApiKeyMiddleware, keys=...)]``).  When ``identify``
+raises an :class:`A2AError` the request is refused with the error's HTTP status
+and a protocol error body (:func:`a2a_hub.server.errors.error_reply`); no handler
+runs.  The agent id of the route is already in ``scope["path_params"]``
+(absent for the root alias, which serves the hub's default agent).  Only HTTP
+requests get a caller so far; a WebSocket route would extend the type check
+(and refuse with a ``websocket.close``).
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from a2a_hub.engine.caller import ANONYMOUS, Caller
+from a2a_hub.protocol.errors import A2AError
+from a2a_hub.server.errors import error_reply
+
+__all__ = ["CallerMiddleware", "caller_of"]
+
+
+class CallerMiddleware:
+    """Pure ASGI middleware: ``scope["state"]["caller"]`` = :meth:`identify` of the request."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            try:
+                caller = await self.identify(scope)
+            except A2AError as err:
+                await error_reply(scope, err)(scope, receive, send)
+                return
+            state = scope.get("state")
+            if state is None:
+                scope["state"] = {"caller": caller}
+            else:
+                state["caller"] = caller
+        await self.app(scope, receive, send)
+
+    async def identify(self, scope: Scope) -> Caller:
+        """The caller behind this request, or an :class:`A2AError` (401, 403) to refuse it.
+
+        Here: :data:`ANONYMOUS`, every request on an open hub.
+        """
+        return ANONYMOUS
+
+
+def caller_of(request: Request) -> Caller:
+    """The caller :class:`CallerMiddleware` found for this request.
+
+    A route outside the middleware has no caller: that is a wiring bug, and it
+    fails (``KeyError``, answered as an internal error) rather than defaulting to
+    :data:`ANONYMOUS`, which sees every task.
+    """
+    caller: Caller = request.scope["state"]["caller"]
+    return caller

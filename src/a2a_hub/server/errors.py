@@ -1,0 +1,135 @@
+"""Errors on the wire: the JSON-RPC error object, the HTTP+JSON error body, and the catch-all.
+
+Every binding answers an :class:`A2AError` in its own shape (:func:`encode_error`
+for JSON-RPC, :func:`error_body` for REST and the agent cards, either one inside
+an SSE ``event: error``).  Anything else that escapes a handler is a bug on our
+side: :func:`protocol_error` is the one place that turns it into an
+:class:`InternalError`, logging its traceback once, so that the client gets a
+protocol error and a JSON body, never a traceback or a bare 500.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Scope
+
+from a2a_hub.protocol.errors import A2AError, InternalError
+
+__all__ = [
+    "JSON",
+    "encode_error",
+    "error_body",
+    "error_info",
+    "error_reply",
+    "guarded",
+    "protocol_error",
+    "rest_error",
+]
+
+log = logging.getLogger("a2a_hub.server")
+
+JSON = "application/json"
+
+_enc = msgspec.json.Encoder()
+
+
+class _ErrorBody(msgspec.Struct, omit_defaults=True):
+    code: int
+    message: str
+    data: Any = None
+
+
+class _Err(msgspec.Struct):
+    jsonrpc: str
+    id: str | int | None
+    error: _ErrorBody
+
+
+def protocol_error(exc: Exception, where: str) -> A2AError:
+    """The protocol error to answer for ``exc``, caught by a binding while serving ``where``.
+
+    An :class:`A2AError` is the answer itself (logged at debug level); any other
+    exception is unexpected: its traceback is logged once, at error level, and
+    the client gets an :class:`InternalError`, which tells nothing of our insides.
+    """
+    if isinstance(exc, A2AError):
+        log.debug("%s: %s %s", where, type(exc).__name__, exc.message)
+        return exc
+    log.error("%s: internal error", where, exc_info=exc)
+    return InternalError()
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def guarded(endpoint: Endpoint) -> Endpoint:
+    """``endpoint``, answering the HTTP+JSON error of anything it raises (REST routes, cards)."""
+
+    @functools.wraps(endpoint)
+    async def guarded_endpoint(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except Exception as exc:
+            return rest_error(protocol_error(exc, f"{request.method} {request.url.path}"))
+
+    return guarded_endpoint
+
+
+def error_info(err: A2AError) -> dict[str, Any]:
+    """The google.rpc ``ErrorInfo`` detail of an error (1.0 JSON-RPC data, REST details)."""
+    return {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": err.reason,
+        "domain": "a2a-protocol.org",
+        "metadata": {k: str(v) for k, v in (err.data or {}).items()},
+    }
+
+
+def encode_error(req_id: str | int | None, err: A2AError, family: str | None) -> bytes:
+    """A JSON-RPC error response for ``err`` (1.0: ``data`` is a list holding its ErrorInfo)."""
+    data: Any = None
+    if family == "1.0":
+        data = [error_info(err)]
+    elif err.data:
+        data = err.data
+    return _enc.encode(_Err("2.0", req_id, _ErrorBody(err.code, err.message, data)))
+
+
+def error_body(err: A2AError) -> bytes:
+    """The HTTP+JSON error body of ``err``: ``{"error": {code, status, message, details}}``."""
+    return _enc.encode(
+        {
+            "error": {
+                "code": err.http_status,
+                "status": err.grpc_status,
+                "message": err.message,
+                "details": [error_info(err)],
+            }
+        }
+    )
+
+
+def rest_error(err: A2AError) -> Response:
+    """The HTTP+JSON error response of ``err``, with its HTTP status."""
+    return Response(error_body(err), err.http_status, media_type=JSON)
+
+
+def error_reply(scope: Scope, err: A2AError) -> Response:
+    """The response refusing a request to an agent before any handler ran (e.g. 401 / 403).
+
+    The JSON-RPC endpoint (``POST`` on the agent's own URL) gets a JSON-RPC error
+    with a null id (its body was not read); every other route the HTTP+JSON body.
+    Both carry the error's HTTP status.
+    """
+    path = scope["path"]
+    root = scope.get("root_path", "")
+    if scope.get("method") == "POST" and path[len(root) :] in ("", "/"):
+        return Response(encode_error(None, err, "1.0"), err.http_status, media_type=JSON)
+    return rest_error(err)

@@ -52,7 +52,8 @@ def app_from_environment() -> Starlette:
     settings = msgspec.json.decode(os.environ[SETTINGS_ENV], type=Settings)
     tune_gc()
     logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=settings.server.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     return create_app(Hub(settings))
 
@@ -94,11 +95,11 @@ def _too_large(size: int, limit: int) -> PayloadTooLargeError:
 
 def create_app(hub: Hub) -> Starlette:
     """Build the Starlette app serving ``hub`` (opens and closes the store in its lifespan)."""
-    limit = hub.settings.max_body_bytes
-    heartbeat = hub.settings.sse_heartbeat
+    limit = hub.settings.server.max_body_bytes
+    heartbeat = hub.settings.server.sse_heartbeat
 
     def base_url(request: Request, agent: HostedAgent | None) -> str:
-        root = hub.settings.public_url or str(request.base_url)
+        root = hub.settings.server.public_url or str(request.base_url)
         root = root.rstrip("/")
         return root if agent is None else f"{root}/a2a/{agent.id}"
 

@@ -8,6 +8,7 @@ from a2a_hub.agents.loader import build_executor
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.engine import TaskEngine
 from a2a_hub.engine.executor import AgentExecutor
+from a2a_hub.llm import set_default_settings
 from a2a_hub.protocol.errors import (
     A2AError,
     AgentNotFoundError,
@@ -75,14 +76,15 @@ class Hub:
         executors: dict[str, AgentExecutor] | None = None,
     ) -> None:
         self.settings = settings
-        self.store = store if store is not None else open_store(settings.store)
-        self.cluster = Cluster(self.store, orphan_timeout=settings.orphan_timeout)
+        set_default_settings(settings.llm)
+        self.store = store if store is not None else open_store(settings.store.url)
+        self.cluster = Cluster(self.store, orphan_timeout=settings.store.orphan_timeout)
         self.agents: dict[str, HostedAgent] = {}
         for spec in settings.agents:
             executor = (executors or {}).get(spec.id) or build_executor(spec)
             engine = TaskEngine(spec.id, executor, self.store, cluster=self.cluster)
             self.agents[spec.id] = HostedAgent(spec, executor, engine)
-        self.default_agent_id = settings.default_agent or (
+        self.default_agent_id = settings.server.default_agent or (
             settings.agents[0].id if len(settings.agents) == 1 else None
         )
 

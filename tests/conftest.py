@@ -24,7 +24,10 @@ def make_hub(
     default_agent: str | None = None,
     **settings: Any,
 ) -> Hub:
-    """A hub over a memory store; values are executors or built-in kinds ('echo')."""
+    """A hub over a memory store; values are executors or built-in kinds ('echo').
+
+    ``settings`` are flat keys (``max_body_bytes=2048``, ``sse_heartbeat=0.3``).
+    """
     agents = agents if agents is not None else {"echo": "echo"}
     specs, executors = [], {}
     for agent_id, what in agents.items():
@@ -35,7 +38,9 @@ def make_hub(
         else:
             specs.append(AgentSpec(id=agent_id, kind="python", executor="x:y"))
             executors[agent_id] = what
-    config = Settings(agents=specs, default_agent=default_agent, store="memory://", **settings)
+    config = Settings.from_flat(
+        agents=specs, default_agent=default_agent, store="memory://", **settings
+    )
     return Hub(config, store=MemoryStore(), executors=executors)
 
 

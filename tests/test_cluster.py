@@ -27,7 +27,7 @@ def hub(store: MemoryStore, *, orphan_timeout: float = 30.0) -> Hub:
         AgentSpec(id="slow", kind="python", executor="x:y"),
         AgentSpec(id="chatty", kind="python", executor="x:y"),
     ]
-    settings = Settings(agents=specs, store="memory://", orphan_timeout=orphan_timeout)
+    settings = Settings.from_flat(agents=specs, store="memory://", orphan_timeout=orphan_timeout)
     return Hub(
         settings,
         store=store,

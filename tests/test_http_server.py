@@ -385,7 +385,7 @@ async def test_a_task_running_on_a_removed_agent(
 
 
 async def test_executors_for_undeclared_agents_are_refused() -> None:
-    settings = Settings(agents=[AgentSpec(id="echo")], store="memory://")
+    settings = Settings.from_flat(agents=[AgentSpec(id="echo")], store="memory://")
     with pytest.raises(ValueError, match=r"'ghost', 'spook'.*agents: echo"):
         Hub(
             settings,
@@ -395,7 +395,7 @@ async def test_executors_for_undeclared_agents_are_refused() -> None:
 
 
 def test_agents_can_be_added_before_the_hub_starts() -> None:
-    hub = Hub(Settings(store="memory://"), store=MemoryStore())
+    hub = Hub(Settings.from_flat(store="memory://"), store=MemoryStore())
     assert hub.default_agent_id is None
     hub.add(AgentSpec(id="a"))
     hub.add(AgentSpec(id="a", name="again"))  # replaced, no event loop needed

@@ -72,7 +72,10 @@ class Instance:
         ]
         for agent in agents:
             args += ["--agent", agent]
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")]),
+        }
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
                 args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT

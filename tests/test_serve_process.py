@@ -28,7 +28,8 @@ def free_port() -> int:
 @contextmanager
 def serve(*args: str, cwd: Path) -> Iterator[str]:
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    # this tree's sources (not whichever a2a_hub the interpreter has installed), and the samples
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
     proc = subprocess.Popen(
         [*CLI, "serve", "--port", str(port), *args],
         cwd=cwd,

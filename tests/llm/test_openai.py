@@ -19,6 +19,8 @@ from starlette.routing import Route
 from a2a_hub.llm import ChatMessage, LLMError, get_provider, structured
 from a2a_hub.llm._retry import backoff
 from a2a_hub.llm.openai import OpenAIProvider
+from a2a_hub.server import Hub
+from a2a_hub.settings import load_settings
 
 JUDGE_SCHEMA: dict[str, Any] = {
     "title": "Debate verdict",
@@ -276,18 +278,20 @@ def test_backoff_grows_with_jitter_and_respects_caps() -> None:
 
 
 def test_get_provider_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the settings: the variables fill ``settings.llm``, a hub makes it the default."""
     monkeypatch.setenv("A2A_HUB_LLM_PROVIDER", "openai")
     monkeypatch.setenv("A2A_HUB_LLM_MODEL", "llama3.2")
     monkeypatch.setenv("A2A_HUB_LLM_BASE_URL", "http://localhost:11434/v1/")
     monkeypatch.delenv("A2A_HUB_LLM_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fallback")
-    llm = get_provider(tries=4)
+    llm = get_provider(settings=load_settings().llm, tries=4)
     assert isinstance(llm, OpenAIProvider)
     assert llm.model == "llama3.2"
     assert llm.url == "http://localhost:11434/v1/chat/completions"
     assert llm.policy.max_tries == 3  # 4 tries: the first and 3 retries
     assert llm._headers["Authorization"] == "Bearer sk-fallback"
     monkeypatch.setenv("A2A_HUB_LLM_API_KEY", "sk-hub")
+    Hub(load_settings(overrides={"agents": ["echo"], "store": "memory://"}))
     assert get_provider()._headers["Authorization"] == "Bearer sk-hub"  # type: ignore[attr-defined]
     explicit = get_provider("openai", model="m", base_url="https://x.test/v1", api_key="k")
     assert isinstance(explicit, OpenAIProvider)

@@ -7,10 +7,21 @@ from typing import Any
 
 import pytest
 
-from a2a_hub.llm import ChatMessage, LLMError, LLMProvider, get_provider, structured
+from a2a_hub.llm import (
+    ChatMessage,
+    LazyProvider,
+    LLMError,
+    LLMProvider,
+    LLMSettings,
+    default_settings,
+    get_provider,
+    set_default_settings,
+    structured,
+)
 from a2a_hub.llm import embedded as embedded_module
 from a2a_hub.llm.scripted import ScriptedProvider
 from a2a_hub.llm.structured import parse_json_reply
+from a2a_hub.settings import load_settings
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -98,10 +109,28 @@ def test_unknown_provider_lists_the_known_ones() -> None:
 def test_provider_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("A2A_HUB_LLM_PROVIDER", "Scripted")
     monkeypatch.delenv("A2A_HUB_LLM_MODEL", raising=False)
-    llm = get_provider(delay=0.0)
+    llm = get_provider(settings=load_settings().llm, delay=0.0)
     assert isinstance(llm, ScriptedProvider)
     assert llm.name == "scripted"
     assert isinstance(get_provider("scripted", model="judge"), ScriptedProvider)
+
+
+def test_provider_from_the_process_default() -> None:
+    set_default_settings(LLMSettings(provider="Scripted", model="judge"))
+    llm = get_provider(delay=0.0)
+    assert isinstance(llm, ScriptedProvider) and llm.model == "judge"
+    # what the caller names wins over the default
+    assert isinstance(LazyProvider("scripted", model="other").get(), ScriptedProvider)
+    with pytest.raises(ValueError, match="unknown LLM provider 'gpt'"):
+        get_provider("gpt")
+
+
+def test_the_llm_package_does_not_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("A2A_HUB_LLM_PROVIDER", "gpt")
+    assert default_settings() == LLMSettings()
+    # the settings are where the variable counts
+    with pytest.raises(ValueError, match="unknown LLM provider 'gpt'"):
+        get_provider(settings=load_settings().llm)
 
 
 def test_embedded_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,47 +7,53 @@
 ``scripted``   deterministic canned replies for tests; says ``[scripted]``
 =============  ==========================================================================
 
-:func:`get_provider` picks one, with defaults from ``A2A_HUB_LLM_PROVIDER`` (``embedded``),
-``A2A_HUB_LLM_MODEL``, ``A2A_HUB_LLM_BASE_URL`` and ``A2A_HUB_LLM_API_KEY`` (for ``openai``
-``OPENAI_API_KEY`` too).  :func:`structured` gets a parsed JSON object for a schema.
+:func:`get_provider` picks one; what its caller leaves unset comes from an
+:class:`~a2a_hub.settings.LLMSettings` (the ``llm`` section of the hub's settings, fed by
+``A2A_HUB_LLM_*``, hub.toml ``[llm]`` or ``--llm-*``).  Without one it uses the process
+default, which a :class:`~a2a_hub.server.Hub` sets from its settings
+(:func:`set_default_settings`) and which is otherwise ``LLMSettings()``: the embedded
+model.  Nothing here reads the environment.  :func:`structured` gets a parsed JSON
+object for a schema.
 
 Provider modules load lazily, so importing this package costs neither httpx nor xllamacpp.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from a2a_hub.llm.base import ChatMessage, LLMError, LLMProvider
 from a2a_hub.llm.structured import structured
+from a2a_hub.settings import LLMSettings
 
 __all__ = [
-    "ENV_API_KEY",
-    "ENV_BASE_URL",
-    "ENV_MODEL",
-    "ENV_PROVIDER",
     "PROVIDERS",
     "ChatMessage",
     "LLMError",
     "LLMProvider",
+    "LLMSettings",
     "LazyProvider",
+    "default_settings",
     "get_provider",
+    "set_default_settings",
     "structured",
 ]
-
-ENV_PROVIDER = "A2A_HUB_LLM_PROVIDER"
-ENV_MODEL = "A2A_HUB_LLM_MODEL"
-ENV_BASE_URL = "A2A_HUB_LLM_BASE_URL"
-ENV_API_KEY = "A2A_HUB_LLM_API_KEY"
 
 #: The provider names :func:`get_provider` knows.
 PROVIDERS = ("embedded", "openai", "scripted")
 
+_defaults = LLMSettings()
 
-def _env(name: str) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or None
+
+def default_settings() -> LLMSettings:
+    """The settings :func:`get_provider` falls back on when given none."""
+    return _defaults
+
+
+def set_default_settings(settings: LLMSettings) -> None:
+    """Make ``settings`` the process-wide fallback (a Hub does this with its ``llm`` section)."""
+    global _defaults
+    _defaults = settings
 
 
 def get_provider(
@@ -56,16 +62,19 @@ def get_provider(
     model: str | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
+    settings: LLMSettings | None = None,
     **options: Any,
 ) -> LLMProvider:
-    """A provider by name; unset arguments come from the ``A2A_HUB_LLM_*`` environment.
+    """A provider by name; unset arguments come from ``settings`` (default:
+    :func:`default_settings`).
 
     ``options`` go to the provider's constructor (``tries``, ``timeout``, ``n_ctx``,
     ``delay``, …).  Raises ValueError for an unknown name (listing the known ones) and
     :class:`LLMError` when the embedded model is not installed (naming the pip commands).
     """
-    chosen = (name or _env(ENV_PROVIDER) or "embedded").strip().lower()
-    model = model or _env(ENV_MODEL)
+    settings = settings or _defaults
+    chosen = (name or settings.provider or "embedded").strip().lower()
+    model = model or settings.model
     if chosen == "scripted":
         from a2a_hub.llm.scripted import ScriptedProvider
 
@@ -75,8 +84,8 @@ def get_provider(
 
         return OpenAIProvider(
             model=model,
-            base_url=base_url or _env(ENV_BASE_URL),
-            api_key=api_key or _env(ENV_API_KEY) or _env("OPENAI_API_KEY"),
+            base_url=base_url or settings.base_url,
+            api_key=api_key or settings.api_key,
             **options,
         )
     if chosen == "embedded":

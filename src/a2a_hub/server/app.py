@@ -77,7 +77,8 @@ def app_from_environment() -> Starlette:
     settings = msgspec.json.decode(os.environ[SETTINGS_ENV], type=Settings)
     tune_gc()
     logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=settings.server.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     return create_app(Hub(settings))
 

@@ -33,7 +33,7 @@ def base_url(request: Request, hub: Hub, agent: HostedAgent | None) -> str:
     An agent reached through the root alias is announced at the root; the
     ``public_url`` setting wins over the request's own host.
     """
-    root = (hub.settings.public_url or str(request.base_url)).rstrip("/")
+    root = (hub.settings.server.public_url or str(request.base_url)).rstrip("/")
     return root if agent is None else f"{root}/a2a/{agent.id}"
 
 

@@ -19,6 +19,7 @@ from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.engine import TaskEngine
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.engine.run import TaskRun
+from a2a_hub.llm import set_default_settings
 from a2a_hub.protocol.errors import (
     A2AError,
     AgentNotFoundError,
@@ -84,7 +85,7 @@ class Hub:
 
     ``executors`` gives ready executors to some of the agents in ``settings.agents``
     (by id); the others are built from their spec.  The default agent, served at
-    the root URL, is ``settings.default_agent`` while it is hosted, or else the
+    the root URL, is ``settings.server.default_agent`` while it is hosted, or else the
     only agent when exactly one is hosted.
     """
 
@@ -103,8 +104,9 @@ class Hub:
                 f"does not declare (agents: {', '.join(s.id for s in settings.agents) or 'none'})"
             )
         self.settings = settings
-        self.store = store if store is not None else open_store(settings.store)
-        self.cluster = Cluster(self.store, orphan_timeout=settings.orphan_timeout)
+        set_default_settings(settings.llm)
+        self.store = store if store is not None else open_store(settings.store.url)
+        self.cluster = Cluster(self.store, orphan_timeout=settings.store.orphan_timeout)
         self.agents: dict[str, HostedAgent] = {}
         #: Engines of removed agents whose running tasks have not ended yet.
         self._retiring: dict[asyncio.Task[None], TaskEngine] = {}
@@ -114,7 +116,7 @@ class Hub:
     @property
     def default_agent_id(self) -> str | None:
         """The id of the agent answering at the root URL, if any (it follows add/remove)."""
-        chosen = self.settings.default_agent
+        chosen = self.settings.server.default_agent
         if chosen is not None:
             return chosen if chosen in self.agents else None
         if len(self.agents) == 1:
@@ -136,7 +138,7 @@ class Hub:
         agent_id = self.default_agent_id
         if agent_id is not None:
             return self.agents[agent_id]
-        chosen = self.settings.default_agent
+        chosen = self.settings.server.default_agent
         if chosen is not None:
             raise AgentNotFoundError(
                 f"The default agent {chosen!r} is not hosted any more; use /a2a/{{agent_id}} "

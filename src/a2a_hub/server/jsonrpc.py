@@ -354,7 +354,7 @@ async def rpc(request: Request) -> Response:
     try:
         agent = agent_of(request, hub)
         where = f"agent {agent.id}"
-        body = await read_body(request, hub.settings.max_body_bytes)
+        body = await read_body(request, hub.settings.server.max_body_bytes)
         status = 200
         try:
             env = _env_dec.decode(body)
@@ -373,7 +373,7 @@ async def rpc(request: Request) -> Response:
         call = Call(agent, env.params, req_id, last_event_id, caller_of(request))
         result = await handler(call)
         if isinstance(result, SseReply):
-            return sse_response(result, hub.settings.sse_heartbeat)
+            return sse_response(result, hub.settings.server.sse_heartbeat)
         return Response(_enc.encode(_Ok("2.0", req_id, result)), media_type=JSON)
     except Exception as exc:
         err = protocol_error(exc, where)

@@ -138,14 +138,14 @@ def _stream(hub: Hub, stream: TaskStream) -> Response:
     def event(ev: TaskEvent) -> bytes | None:
         return None if is_internal(ev.event) else encoded_event(ev)
 
-    return sse_response(SseReply(stream, event, error_body), hub.settings.sse_heartbeat)
+    return sse_response(SseReply(stream, event, error_body), hub.settings.server.sse_heartbeat)
 
 
 @guarded
 async def send_message(request: Request) -> Response:
     """``POST /message:send``."""
     hub, agent = _target(request)
-    params = _send_request(request, await read_body(request, hub.settings.max_body_bytes))
+    params = _send_request(request, await read_body(request, hub.settings.server.max_body_bytes))
     result = await agent.engine.send(params, caller=caller_of(request))
     if isinstance(result, Task):
         return _ok(SendMessageResponse(task=result))
@@ -156,7 +156,7 @@ async def send_message(request: Request) -> Response:
 async def send_streaming_message(request: Request) -> Response:
     """``POST /message:stream``."""
     hub, agent = _target(request)
-    body = await read_body(request, hub.settings.max_body_bytes)
+    body = await read_body(request, hub.settings.server.max_body_bytes)
     agent.require_streaming("SendStreamingMessage")
     params = _send_request(request, body)
     return _stream(hub, await agent.engine.send_stream(params, caller=caller_of(request)))
@@ -207,7 +207,7 @@ async def list_tasks(request: Request) -> Response:
 async def cancel_task(request: Request) -> Response:
     """``POST /tasks/{id}:cancel`` (an empty body or a JSON object)."""
     hub, agent = _target(request)
-    body = await read_body(request, hub.settings.max_body_bytes)
+    body = await read_body(request, hub.settings.server.max_body_bytes)
     _check_json(request, body)
     if body.strip():
         try:

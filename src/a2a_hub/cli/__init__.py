@@ -1,0 +1,79 @@
+"""The ``a2a-hub`` command line (a thin shell around asyncio and uvicorn).
+
+``serve`` (:mod:`.serve`) hosts agents; ``card``, ``send``, ``chat`` and ``tasks``
+(:mod:`.client`) talk to any A2A agent; ``run`` (:mod:`.run`) runs a scenario.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from a2a_hub.cli import client
+from a2a_hub.cli._options import Command, Group, env_only_help
+from a2a_hub.cli.run import run
+from a2a_hub.cli.serve import serve
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    cls=Group,
+    name="a2a-hub",
+    help=(
+        "a2a-hub: one server hosting many A2A agents at /a2a/{agent_id}, speaking A2A 1.0 "
+        "(JSON-RPC and REST), 0.3 and the 0.1 legacy methods.\n\n"
+        "Start with:  a2a-hub serve --agent echo   then open "
+        "http://127.0.0.1:8000/a2a/echo/.well-known/agent-card.json"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("a2a-hub")
+    except PackageNotFoundError:  # running from a source tree
+        from a2a_hub import __version__
+
+        return __version__
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"a2a-hub {_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            metavar="",
+            help="Show the version and exit.",
+            callback=_show_version,
+            is_eager=True,
+        ),
+    ] = False,
+) -> None:
+    """a2a-hub command line."""
+
+
+app.command(cls=Command, epilog=env_only_help())(serve)
+for command in (client.card, client.send, client.chat):
+    app.command(cls=Command)(command)
+app.add_typer(client.tasks_app, name="tasks")
+app.command(cls=Command)(run)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

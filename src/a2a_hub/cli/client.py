@@ -1,0 +1,308 @@
+"""Talking to any A2A agent: ``card``, ``send``, ``chat``, ``tasks get|list|cancel|subscribe``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from a2a_hub.cli._options import Command, Group
+from a2a_hub.cli._output import console, escape, fail, follow, show
+
+if TYPE_CHECKING:
+    from a2a_hub.client import A2AClient
+
+__all__ = ["card", "chat", "send", "tasks_app"]
+
+ApiKey = Annotated[
+    str | None, typer.Option("--api-key", metavar="KEY", help="Sent as the x-api-key header.")
+]
+Bearer = Annotated[
+    str | None, typer.Option("--bearer", metavar="TOKEN", help="Sent as Authorization: Bearer.")
+]
+Headers = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--header", "-H", metavar="'NAME: VALUE'", help="Extra header 'Name: value' (repeatable)."
+    ),
+]
+Transport = Annotated[
+    str | None,
+    typer.Option(
+        "--transport",
+        metavar="NAME",
+        help="jsonrpc-1.0, rest-1.0, jsonrpc-0.3 or jsonrpc-0.1 (default: the card's best).",
+    ),
+]
+Url = Annotated[
+    str, typer.Argument(metavar="URL", help="The agent's URL (or the URL of its card).")
+]
+TaskId = Annotated[str, typer.Argument(metavar="TASK_ID", help="The task's id.")]
+AsJson = Annotated[bool, typer.Option("--json", metavar="", help="Print the raw result as JSON.")]
+
+tasks_app = typer.Typer(
+    cls=Group, help="Inspect and control tasks of an agent.", no_args_is_help=True
+)
+
+
+def _headers(values: list[str] | None) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for value in values or []:
+        name, sep, content = value.partition(":")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"header {value!r} must look like 'Name: value'")
+        headers[name.strip()] = content.strip()
+    return headers
+
+
+def _run(work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run a client command; any failure is one clear line and a non-zero exit."""
+    import httpx
+
+    from a2a_hub.protocol.errors import A2AError
+
+    try:
+        asyncio.run(work())
+    except A2AError as exc:
+        code = "" if type(exc) is A2AError else f" [dim](A2A error {exc.code})[/dim]"
+        fail(exc.message, 1, detail=code)
+    except httpx.HTTPError as exc:
+        fail(f"{type(exc).__name__}: {exc or 'connection failed'}", 1)
+    except ValueError as exc:
+        fail(str(exc), 1)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def _with_client(
+    url: Url,
+    transport: str | None,
+    api_key: str | None,
+    bearer: str | None,
+    header: list[str] | None,
+    use: Callable[[A2AClient], Awaitable[None]],
+) -> None:
+    """Connect to the agent at ``url``, run ``use`` with the client, report failures."""
+
+    async def work() -> None:
+        from a2a_hub.client import A2AClient
+
+        client = await A2AClient.connect(
+            url, transport=transport, api_key=api_key, bearer=bearer, headers=_headers(header)
+        )
+        async with client:
+            await use(client)
+
+    _run(work)
+
+
+def card(
+    url: Url,
+    as_json: AsJson = False,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """Show the agent card at URL (a base URL or the card's own URL)."""
+    from a2a_hub._render import print_card
+    from a2a_hub.client import A2AClient, fetch_card
+
+    async def work() -> None:
+        import httpx
+
+        headers = A2AClient.auth_headers(_headers(header), api_key=api_key, bearer=bearer)
+        async with httpx.AsyncClient(timeout=30) as http:
+            found, _ = await fetch_card(http, url, headers)
+        show(found, as_json, lambda: print_card(console, found))
+
+    _run(work)
+
+
+def send(
+    url: Url,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The message to send.")],
+    stream: Annotated[
+        bool, typer.Option("--stream", metavar="", help="Stream the answer as it comes.")
+    ] = False,
+    context: Annotated[
+        str | None, typer.Option("--context", metavar="ID", help="contextId to continue.")
+    ] = None,
+    task: Annotated[
+        str | None, typer.Option("--task", metavar="ID", help="taskId to continue.")
+    ] = None,
+    as_json: AsJson = False,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """Send TEXT to the agent at URL and show the answer."""
+    from a2a_hub._render import print_result
+
+    async def use(client: A2AClient) -> None:
+        if stream:
+            await follow(client.stream(text, context_id=context, task_id=task), as_json)
+            return
+        result = await client.send(text, context_id=context, task_id=task)
+        show(result, as_json, lambda: print_result(console, result))
+
+    _with_client(url, transport, api_key, bearer, header, use)
+
+
+def chat(
+    url: Url,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """Talk to the agent at URL over several turns (/new, /cancel, /quit)."""
+    from a2a_hub._render import print_result
+    from a2a_hub.client import Conversation
+
+    async def use(client: A2AClient) -> None:
+        conv = Conversation(client)
+        console.print(
+            f"Talking to [bold]{escape(client.card.name)}[/bold] over "
+            f"{escape(client.transport.binding)} {escape(client.transport.version)}. "
+            "Commands: /new (new conversation), /cancel (cancel the task), /quit",
+            highlight=False,
+        )
+        while True:
+            try:
+                line = (await asyncio.to_thread(input, "you> ")).strip()
+            except EOFError:
+                break
+            if not line:
+                continue
+            if line == "/quit":
+                break
+            if line == "/new":
+                conv.reset()
+                console.print("[dim]new conversation[/dim]")
+            elif line == "/cancel":
+                if conv.task_id is None:
+                    console.print("[dim]no task to cancel[/dim]")
+                    continue
+                canceled = await client.cancel_task(conv.task_id)
+                conv.observe(canceled)
+                console.print(f"task {canceled.id} {canceled.status.state.label}", markup=False)
+            elif client.streaming:
+                await follow(conv.stream(line), as_json=False)
+            else:
+                print_result(console, await conv.send(line))
+
+    _with_client(url, transport, api_key, bearer, header, use)
+
+
+@tasks_app.command("get", cls=Command)
+def tasks_get(
+    url: Url,
+    task_id: TaskId,
+    history: Annotated[int | None, typer.Option(metavar="N", help="At most N messages.")] = None,
+    as_json: AsJson = False,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """Show one task."""
+    from a2a_hub._render import print_result
+
+    async def use(client: A2AClient) -> None:
+        found = await client.get_task(task_id, history)
+        show(found, as_json, lambda: print_result(console, found))
+
+    _with_client(url, transport, api_key, bearer, header, use)
+
+
+@tasks_app.command("list", cls=Command)
+def tasks_list(
+    url: Url,
+    context: Annotated[
+        str | None, typer.Option("--context", metavar="ID", help="Only this context.")
+    ] = None,
+    status: Annotated[
+        str | None,
+        typer.Option(metavar="STATE", help="Only this state, e.g. working or input-required."),
+    ] = None,
+    page_size: Annotated[
+        int | None, typer.Option(metavar="N", help="Tasks per page (1-100).")
+    ] = None,
+    page_token: Annotated[
+        str | None, typer.Option(metavar="TOKEN", help="nextPageToken of a page.")
+    ] = None,
+    as_json: AsJson = False,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """List tasks, newest first."""
+    from a2a_hub._render import print_tasks
+    from a2a_hub.protocol.types import ListTasksRequest, TaskState
+
+    state = None
+    if status:
+        key = status.upper().replace("-", "_")
+        try:
+            state = TaskState(key if key.startswith("TASK_STATE_") else "TASK_STATE_" + key)
+        except ValueError:
+            known = ", ".join(s.label for s in TaskState if s is not TaskState.UNSPECIFIED)
+            fail(f"--status {status!r} is not a task state; states: {known}", 2)
+    request = ListTasksRequest(
+        context_id=context, status=state, page_size=page_size, page_token=page_token
+    )
+
+    async def use(client: A2AClient) -> None:
+        page = await client.list_tasks(request)
+        show(
+            page,
+            as_json,
+            lambda: print_tasks(console, page.tasks, page.next_page_token, page.total_size),
+        )
+
+    _with_client(url, transport, api_key, bearer, header, use)
+
+
+@tasks_app.command("cancel", cls=Command)
+def tasks_cancel(
+    url: Url,
+    task_id: TaskId,
+    as_json: AsJson = False,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """Cancel a task."""
+    from a2a_hub._render import print_result
+
+    async def use(client: A2AClient) -> None:
+        canceled = await client.cancel_task(task_id)
+        show(canceled, as_json, lambda: print_result(console, canceled))
+
+    _with_client(url, transport, api_key, bearer, header, use)
+
+
+@tasks_app.command("subscribe", cls=Command)
+def tasks_subscribe(
+    url: Url,
+    task_id: TaskId,
+    last_event_id: Annotated[
+        int | None, typer.Option(metavar="ID", help="Replay events after this id.")
+    ] = None,
+    as_json: AsJson = False,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """Follow a task's events until it settles."""
+
+    async def use(client: A2AClient) -> None:
+        await follow(client.subscribe(task_id, last_event_id), as_json)
+
+    _with_client(url, transport, api_key, bearer, header, use)

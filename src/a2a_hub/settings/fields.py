@@ -1,0 +1,271 @@
+"""The settings as a flat list: each field with its key, variable, option, help and parser.
+
+Derived once from the annotations of :class:`~a2a_hub.settings.model.Settings` and its
+sections, so the file, the environment and the command line cannot disagree.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import typing
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+import msgspec
+
+from a2a_hub.settings.model import Section, Settings, SettingsError
+
+__all__ = [
+    "ENV_PREFIX",
+    "SettingField",
+    "assemble",
+    "field_for_key",
+    "section_types",
+    "setting_fields",
+]
+
+#: Every variable is ``ENV_PREFIX`` + the upper-case flat key.
+ENV_PREFIX = "A2A_HUB_"
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True, eq=False)
+class SettingField:
+    """One setting: where it lives in :class:`Settings` and how each source names it."""
+
+    #: Section attribute (``"server"``), or None for a field of Settings itself.
+    section: str | None
+    #: Attribute within the section (``"port"``).
+    name: str
+    #: Flat key: hub.toml top-level key, ``A2A_HUB_{KEY}`` and ``--{key}`` (``"port"``).
+    key: str
+    #: The annotated type (with bounds), for checking values.
+    type: Any
+    help: str
+    #: The default (a fresh one for fields with a default factory).
+    default: Any
+    #: ``A2A_HUB_PORT``.
+    env: str
+    #: Variables read when no source sets the value (``OPENAI_API_KEY``).
+    fallback_env: tuple[str, ...]
+    #: ``--port``, or None when the setting is not a command-line option.
+    flag: str | None
+    short: str | None
+    metavar: str
+    #: Heading of the option in ``serve --help``.
+    title: str
+    meta: msgspec.Meta
+
+    @property
+    def path(self) -> str:
+        """``server.port``, or ``agents`` for a field of Settings itself."""
+        return self.name if self.section is None else f"{self.section}.{self.name}"
+
+    @property
+    def base(self) -> Any:
+        """The type without bounds and without ``| None``."""
+        return _strip(self.type)[0]
+
+    @property
+    def optional(self) -> bool:
+        """Whether None is a valid value."""
+        return _strip(self.type)[1]
+
+    @property
+    def item(self) -> Any | None:
+        """The item type of a list setting (repeatable option, comma-separated variable)."""
+        return get_args(self.base)[0] if get_origin(self.base) is list else None
+
+    @property
+    def is_flag(self) -> bool:
+        """Whether the setting is a yes/no switch (``--x/--no-x``)."""
+        return self.base is bool
+
+    @property
+    def choices(self) -> tuple[str, ...] | None:
+        """The allowed values of a ``Literal`` setting."""
+        if get_origin(self.base) is Literal:
+            return tuple(str(c) for c in get_args(self.base))
+        return None
+
+    def rule(self) -> str:
+        """What the setting accepts, as in "--port must be <rule>"."""
+        choices = self.choices
+        if choices:
+            return "one of " + ", ".join(choices)
+        base = self.item or self.base
+        if base is bool:
+            return "true or false"
+        noun = {int: "a whole number", float: "a number", str: "text"}.get(base, _name(base))
+        meta = self.meta
+        if meta.ge is not None and meta.le is not None:
+            return f"{noun} from {_num(meta.ge)} to {_num(meta.le)}"
+        bounds = [
+            f"{word} {_num(value)}"
+            for word, value in (
+                ("of at least", meta.ge),
+                ("greater than", meta.gt),
+                ("of at most", meta.le),
+                ("less than", meta.lt),
+            )
+            if value is not None
+        ]
+        return " ".join([noun, " and ".join(bounds)]) if bounds else noun
+
+    def parse(self, value: Any, who: str) -> Any:
+        """``value`` (text from a variable or option, or a value from hub.toml or code)
+        checked and converted to the field's type; :class:`SettingsError` names ``who``.
+        """
+        item = self.item
+        if item is None:
+            return self._one(self.type, value, who)
+        raw = value.split(",") if isinstance(value, str) else value
+        if not isinstance(raw, list | tuple):
+            raise SettingsError(f"{who} must be a list; got {value!r}")
+        parse_text = getattr(item, "parse", None)
+        out = []
+        for entry in raw:
+            if isinstance(entry, str) and not entry.strip():
+                continue
+            if isinstance(entry, str) and callable(parse_text):
+                out.append(parse_text(entry.strip()))
+            else:
+                out.append(self._one(item, entry, who))
+        return out
+
+    def _one(self, tp: Any, value: Any, who: str) -> Any:
+        base, optional = _strip(tp)
+        if value is None and optional:
+            return None
+        try:
+            if not isinstance(value, str):
+                return msgspec.convert(value, tp)
+            text = value.strip()
+            if base is bool:
+                if text.lower() in _TRUE | _FALSE:
+                    return text.lower() in _TRUE
+                raise msgspec.ValidationError(text)
+            if get_origin(base) is Literal:
+                text = text.lower()
+            return msgspec.convert(text, tp, strict=False)
+        except msgspec.ValidationError as exc:
+            if isinstance(base, type) and issubclass(base, msgspec.Struct):
+                raise SettingsError(f"{who}: {exc}") from None
+            raise SettingsError(f"{who} must be {self.rule()}; got {value!r}") from None
+
+
+def _strip(tp: Any) -> tuple[Any, bool]:
+    """(the type without Annotated and None, whether None is allowed)."""
+    if get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    if get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        return (args[0] if len(args) == 1 else tp), True
+    return tp, False
+
+
+def _name(tp: Any) -> str:
+    return str(getattr(tp, "__name__", tp))
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _meta(tp: Any) -> msgspec.Meta | None:
+    if get_origin(tp) is Annotated:
+        for extra in get_args(tp)[1:]:
+            if isinstance(extra, msgspec.Meta):
+                return extra
+    return None
+
+
+def _default_metavar(base: Any) -> str:
+    if get_origin(base) is Literal:
+        return "CHOICE"
+    if get_origin(base) is list:
+        base = get_args(base)[0]
+    return {int: "INTEGER", float: "NUMBER"}.get(base, "TEXT")
+
+
+def section_types() -> dict[str, type[Section]]:
+    """The sections of :class:`Settings` by attribute name (``server``, ``store``, ``llm``…)."""
+    out: dict[str, type[Section]] = {}
+    for info in msgspec.structs.fields(Settings):
+        if isinstance(info.type, type) and issubclass(info.type, Section):
+            out[info.name] = info.type
+    return out
+
+
+def _fields_of(
+    struct: type[msgspec.Struct], section: str | None, prefix: str, title: str
+) -> list[SettingField]:
+    fields = []
+    for info in msgspec.structs.fields(struct):
+        meta = _meta(info.type)
+        if meta is None:
+            if isinstance(info.type, type) and issubclass(info.type, Section):
+                continue
+            raise TypeError(f"setting {struct.__name__}.{info.name} has no setting(...) help")
+        extra = meta.extra or {}
+        key = extra.get("key") or prefix + info.name
+        default = info.default_factory() if info.default is msgspec.NODEFAULT else info.default
+        flag = None
+        if extra.get("cli", True):
+            flag = extra.get("flag") or "--" + key.replace("_", "-")
+        fields.append(
+            SettingField(
+                section=section,
+                name=info.name,
+                key=key,
+                type=info.type,
+                help=meta.description or "",
+                default=default,
+                env=ENV_PREFIX + key.upper(),
+                fallback_env=tuple(extra.get("fallback_env", ())),
+                flag=flag,
+                short=extra.get("short"),
+                metavar=extra.get("metavar") or _default_metavar(_strip(info.type)[0]),
+                title=title,
+                meta=meta,
+            )
+        )
+    return fields
+
+
+@functools.cache
+def setting_fields() -> tuple[SettingField, ...]:
+    """Every setting, those of Settings itself first, then section by section."""
+    fields = _fields_of(Settings, None, "", Section.title)
+    for name, section in section_types().items():
+        fields += _fields_of(section, name, section.key_prefix, section.title)
+    for attr in ("key", "env", "flag"):
+        seen: dict[object, str] = {}
+        for field in fields:
+            value = getattr(field, attr)
+            if value is not None and value in seen:
+                raise TypeError(f"settings {seen[value]} and {field.path} share the {attr} {value}")
+            seen[value] = field.path
+    return tuple(fields)
+
+
+def field_for_key(key: str) -> SettingField:
+    """The setting with that flat key (``port``, ``store``, ``llm_model``)."""
+    for field in setting_fields():
+        if field.key == key:
+            return field
+    raise SettingsError(f"unknown setting {key!r}")
+
+
+def assemble(values: dict[SettingField, Any]) -> Settings:
+    """Settings holding ``values`` (already checked) and the defaults for the rest."""
+    tree: dict[str, Any] = {}
+    for field, value in values.items():
+        if field.section is None:
+            tree[field.name] = value
+        else:
+            tree.setdefault(field.section, {})[field.name] = value
+    return msgspec.convert(tree, Settings)

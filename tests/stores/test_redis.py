@@ -22,7 +22,8 @@ from .conftest import IN_CI, redis_test_url
 from .test_contract import make_task, push_config, snapshot_event, status_event, with_state
 
 try:
-    from a2a_hub.stores.redis import RedisOptions, RedisStore, _Script
+    from a2a_hub.stores.redis import RedisOptions, RedisStore
+    from a2a_hub.stores.redis.scripts import LuaScript
 except ImportError as exc:  # pragma: no cover - depends on the environment
     if IN_CI:
         raise
@@ -296,11 +297,11 @@ async def test_equal_updated_at_pages_by_task_id(
     open_redis: OpenRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = await open_redis()
-    monkeypatch.setattr("a2a_hub.stores.redis.now", lambda: 1_700_000_000.25)
+    monkeypatch.setattr("a2a_hub.stores.redis.store.now", lambda: 1_700_000_000.25)
     for i in range(7):
         state = TaskState.WORKING if i % 2 else TaskState.SUBMITTED
         await store.save_task("agent", make_task(f"t{i}", context_id="ctx", state=state))
-    monkeypatch.setattr("a2a_hub.stores.redis.now", lambda: 1_600_000_000.5)
+    monkeypatch.setattr("a2a_hub.stores.redis.store.now", lambda: 1_600_000_000.5)
     await store.save_task("agent", make_task("older", context_id="ctx", state=TaskState.WORKING))
 
     async def walk(query: TaskQuery) -> list[str]:
@@ -350,6 +351,6 @@ async def test_scripts_are_loaded_again_when_the_server_forgot_them(
     open_redis: OpenRedis,
 ) -> None:
     store = await open_redis()
-    script = _Script(f"return '{store.prefix}'")  # never loaded: NOSCRIPT, then loaded
+    script = LuaScript(f"return '{store.prefix}'")  # never loaded: NOSCRIPT, then loaded
     assert await script(store.client, (), ()) == store.prefix.encode()
     assert await script(store.client, (), ()) == store.prefix.encode()

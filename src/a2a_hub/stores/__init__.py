@@ -9,6 +9,10 @@
 ``rediss://…``            (``pip install 'a2a-hub[redis]'``); TTLs and key
                           prefix as query options, see that module
 ========================  =============================================
+
+One package per server backend: :mod:`a2a_hub.stores.sql` and
+:mod:`a2a_hub.stores.redis`, each with its store, its coordinator and, below
+both, its schema or key names.
 """
 
 from __future__ import annotations

@@ -12,21 +12,16 @@ conditional write instead of an extra read: one transaction, two statements.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 from sqlalchemy import (
-    Column,
     Double,
-    ForeignKeyConstraint,
-    Index,
     Integer,
     LargeBinary,
-    MetaData,
     String,
-    Table,
     bindparam,
     delete,
     event,
@@ -40,14 +35,12 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import AsyncAdaptedQueuePool
-from sqlalchemy.schema import CreateIndex, CreateTable
 from sqlalchemy.sql.elements import ColumnElement
 
 from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig
-from a2a_hub.stores._sqlite_writer import SqliteWriter
 from a2a_hub.stores.base import (
     Store,
     StoredTask,
@@ -61,103 +54,24 @@ from a2a_hub.stores.base import (
     unavailable_error,
 )
 from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
+from a2a_hub.stores.sql.schema import (
+    EVENTS_CHANNEL,
+    events,
+    push_configs,
+    setup_schema,
+    tasks,
+)
+from a2a_hub.stores.sql.sqlite_writer import SqliteWriter
 
-__all__ = ["EVENTS_CHANNEL", "SCHEMA_VERSION", "SqlStore", "leases"]
-
-#: Version of the schema this code writes.  Bump it and add an entry to
-#: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
-SCHEMA_VERSION = 2
+__all__ = ["SqlStore"]
 
 _POSTGRES_HINT = "pip install 'a2a-hub[postgres]'"
 _SQLITE_BUSY_TIMEOUT_MS = 5000
-_PG_SCHEMA_LOCK = 0x0A2A_0B5C  # pg_advisory_xact_lock key serialising schema setup
 
 _enc = msgspec.json.Encoder()
 _task_dec = msgspec.json.Decoder(Task)
 _event_dec = msgspec.json.Decoder(StreamResponse)
 _push_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
-
-# --- schema ----------------------------------------------------------------------------
-
-metadata = MetaData()
-
-tasks = Table(
-    "a2a_tasks",
-    metadata,
-    Column("agent_id", String, primary_key=True),
-    Column("task_id", String, primary_key=True),
-    Column("context_id", String, nullable=False),
-    Column("state", String, nullable=False),
-    Column("updated_at", Double, nullable=False),
-    Column("last_seq", Integer, nullable=False),
-    Column("data", LargeBinary, nullable=False),
-)
-Index("ix_a2a_tasks_updated", tasks.c.agent_id, tasks.c.updated_at, tasks.c.task_id)
-Index("ix_a2a_tasks_context", tasks.c.agent_id, tasks.c.context_id, tasks.c.updated_at)
-
-events = Table(
-    "a2a_task_events",
-    metadata,
-    Column("agent_id", String, primary_key=True),
-    Column("task_id", String, primary_key=True),
-    Column("seq", Integer, primary_key=True),
-    Column("data", LargeBinary, nullable=False),
-    ForeignKeyConstraint(
-        ["agent_id", "task_id"], [tasks.c.agent_id, tasks.c.task_id], ondelete="CASCADE"
-    ),
-)
-
-push_configs = Table(
-    "a2a_push_configs",
-    metadata,
-    Column("agent_id", String, primary_key=True),
-    Column("task_id", String, primary_key=True),
-    Column("config_id", String, primary_key=True),
-    Column("created", Integer, nullable=False),  # creation order within the task
-    Column("data", LargeBinary, nullable=False),
-    ForeignKeyConstraint(
-        ["agent_id", "task_id"], [tasks.c.agent_id, tasks.c.task_id], ondelete="CASCADE"
-    ),
-)
-
-schema_version = Table(
-    "a2a_schema_version",
-    metadata,
-    Column("id", Integer, primary_key=True),  # always 1: a single row
-    Column("version", Integer, nullable=False),
-)
-
-leases = Table(
-    "a2a_leases",
-    metadata,
-    Column("agent_id", String, primary_key=True),
-    Column("task_id", String, primary_key=True),
-    Column("owner", String, nullable=False),
-    Column("expires_at", Double, nullable=False),
-)
-Index("ix_a2a_leases_owner", leases.c.owner)
-Index("ix_a2a_leases_expires", leases.c.expires_at)
-
-_DATA_TABLES = (tasks, events, push_configs, leases)
-
-
-async def _create(conn: AsyncConnection, table: Table) -> None:
-    await conn.execute(CreateTable(table, if_not_exists=True))
-    for index in sorted(table.indexes, key=lambda ix: str(ix.name)):
-        await conn.execute(CreateIndex(index, if_not_exists=True))
-
-
-async def _add_leases(conn: AsyncConnection) -> None:
-    """Version 2: leases of running tasks, for instances that share the store."""
-    await _create(conn, leases)
-
-
-# Upgrades, keyed by the version they produce; each runs inside the setup transaction.
-_MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {2: _add_leases}
-
-#: PostgreSQL NOTIFY channel announcing new events ("agent_id task_id seq").
-EVENTS_CHANNEL = "a2a_events"
-
 
 # --- statements ------------------------------------------------------------------------
 
@@ -247,9 +161,6 @@ class _Statements:
                 push_configs.c.config_id,
             ],
             set_={"data": push_ins.excluded.data},
-        )
-        self.insert_version = (
-            insert(schema_version).values(id=1, version=SCHEMA_VERSION).on_conflict_do_nothing()
         )
 
 
@@ -364,9 +275,9 @@ class SqlStore(Store):
 
     def _make_coordinator(self) -> Coordinator:
         if self._dialect == "postgresql":
-            from a2a_hub.stores.pg_coordinator import PostgresCoordinator
+            from a2a_hub.stores.sql.pg_coordinator import PostgresCoordinator
 
-            return PostgresCoordinator(self)
+            return PostgresCoordinator(lambda: self.engine, self._safe_url)
         return LocalCoordinator()
 
     @property
@@ -411,7 +322,7 @@ class SqlStore(Store):
             _skip_idle_rollbacks(engine)
         try:
             async with engine.begin() as conn:
-                await self._setup_schema(conn)
+                await setup_schema(conn, self._safe_url)
         except BaseException:
             await engine.dispose()
             raise
@@ -419,26 +330,6 @@ class SqlStore(Store):
         if self._dialect == "sqlite" and not _sqlite_in_memory(self._engine_url):
             database = self._engine_url.database or ""
             self._writer = SqliteWriter(database, self._save_plan, _sqlite_on_connect)
-
-    async def _setup_schema(self, conn: AsyncConnection) -> None:
-        if self._dialect == "postgresql":
-            # Instances starting together must not race on CREATE TABLE.
-            await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_SCHEMA_LOCK})
-        await conn.execute(CreateTable(schema_version, if_not_exists=True))
-        found = (await conn.execute(select(schema_version.c.version))).scalar_one_or_none()
-        if found is None:
-            for table in _DATA_TABLES:
-                await _create(conn, table)
-            await conn.execute(self._stmts.insert_version)
-        elif found > SCHEMA_VERSION:
-            raise RuntimeError(
-                f"Task store {self._safe_url} has schema version {found}, newer than this "
-                f"a2a-hub understands ({SCHEMA_VERSION}); upgrade a2a-hub"
-            )
-        elif found < SCHEMA_VERSION:
-            for version in range(found + 1, SCHEMA_VERSION + 1):
-                await _MIGRATIONS[version](conn)
-            await conn.execute(update(schema_version).values(version=SCHEMA_VERSION))
 
     async def close(self) -> None:
         writer, self._writer = self._writer, None

@@ -1,0 +1,152 @@
+"""The SQL schema: tables, its version and the migrations between versions.
+
+Shared by the store (:mod:`.store`) and the PostgreSQL coordinator
+(:mod:`.pg_coordinator`), which both take an engine and never each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from sqlalchemy import (
+    Column,
+    Double,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.schema import CreateIndex, CreateTable
+
+__all__ = [
+    "EVENTS_CHANNEL",
+    "SCHEMA_VERSION",
+    "events",
+    "leases",
+    "metadata",
+    "push_configs",
+    "schema_version",
+    "setup_schema",
+    "tasks",
+]
+
+#: Version of the schema this code writes.  Bump it and add an entry to
+#: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
+SCHEMA_VERSION = 2
+
+#: PostgreSQL NOTIFY channel announcing new events ("agent_id task_id seq").
+EVENTS_CHANNEL = "a2a_events"
+
+_PG_SCHEMA_LOCK = 0x0A2A_0B5C  # pg_advisory_xact_lock key serialising schema setup
+
+metadata = MetaData()
+
+tasks = Table(
+    "a2a_tasks",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("task_id", String, primary_key=True),
+    Column("context_id", String, nullable=False),
+    Column("state", String, nullable=False),
+    Column("updated_at", Double, nullable=False),
+    Column("last_seq", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+)
+Index("ix_a2a_tasks_updated", tasks.c.agent_id, tasks.c.updated_at, tasks.c.task_id)
+Index("ix_a2a_tasks_context", tasks.c.agent_id, tasks.c.context_id, tasks.c.updated_at)
+
+events = Table(
+    "a2a_task_events",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("task_id", String, primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("data", LargeBinary, nullable=False),
+    ForeignKeyConstraint(
+        ["agent_id", "task_id"], [tasks.c.agent_id, tasks.c.task_id], ondelete="CASCADE"
+    ),
+)
+
+push_configs = Table(
+    "a2a_push_configs",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("task_id", String, primary_key=True),
+    Column("config_id", String, primary_key=True),
+    Column("created", Integer, nullable=False),  # creation order within the task
+    Column("data", LargeBinary, nullable=False),
+    ForeignKeyConstraint(
+        ["agent_id", "task_id"], [tasks.c.agent_id, tasks.c.task_id], ondelete="CASCADE"
+    ),
+)
+
+schema_version = Table(
+    "a2a_schema_version",
+    metadata,
+    Column("id", Integer, primary_key=True),  # always 1: a single row
+    Column("version", Integer, nullable=False),
+)
+
+leases = Table(
+    "a2a_leases",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("task_id", String, primary_key=True),
+    Column("owner", String, nullable=False),
+    Column("expires_at", Double, nullable=False),
+)
+Index("ix_a2a_leases_owner", leases.c.owner)
+Index("ix_a2a_leases_expires", leases.c.expires_at)
+
+_DATA_TABLES = (tasks, events, push_configs, leases)
+
+
+async def _create(conn: AsyncConnection, table: Table) -> None:
+    await conn.execute(CreateTable(table, if_not_exists=True))
+    for index in sorted(table.indexes, key=lambda ix: str(ix.name)):
+        await conn.execute(CreateIndex(index, if_not_exists=True))
+
+
+async def _add_leases(conn: AsyncConnection) -> None:
+    """Version 2: leases of running tasks, for instances that share the store."""
+    await _create(conn, leases)
+
+
+# Upgrades, keyed by the version they produce; each runs inside the setup transaction.
+_MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {2: _add_leases}
+
+
+async def setup_schema(conn: AsyncConnection, safe_url: str) -> None:
+    """Create the schema in an empty database, or upgrade an older one (in ``conn``'s
+    transaction); refuse a schema newer than this code."""
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        # Instances starting together must not race on CREATE TABLE.
+        await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_SCHEMA_LOCK})
+    await conn.execute(CreateTable(schema_version, if_not_exists=True))
+    found = (await conn.execute(select(schema_version.c.version))).scalar_one_or_none()
+    if found is None:
+        for table in _DATA_TABLES:
+            await _create(conn, table)
+        insert = pg_dialect.insert if dialect == "postgresql" else sqlite_dialect.insert
+        await conn.execute(
+            insert(schema_version).values(id=1, version=SCHEMA_VERSION).on_conflict_do_nothing()
+        )
+    elif found > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"Task store {safe_url} has schema version {found}, newer than this "
+            f"a2a-hub understands ({SCHEMA_VERSION}); upgrade a2a-hub"
+        )
+    elif found < SCHEMA_VERSION:
+        for version in range(found + 1, SCHEMA_VERSION + 1):
+            await _MIGRATIONS[version](conn)
+        await conn.execute(update(schema_version).values(version=SCHEMA_VERSION))

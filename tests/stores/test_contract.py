@@ -30,7 +30,14 @@ from a2a_hub.protocol.types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
-from a2a_hub.stores import MemoryStore, Store, TaskEvent, TaskQuery, open_store
+from a2a_hub.stores import (
+    LogConflictError,
+    MemoryStore,
+    Store,
+    TaskEvent,
+    TaskQuery,
+    open_store,
+)
 
 from .conftest import Backend, StoreHarness
 
@@ -274,10 +281,13 @@ async def test_events_must_continue_the_log(backend: Backend, store: Store, agen
         [status_event(2, task, TaskState.FAILED)],  # duplicate
         [status_event(4, task, TaskState.FAILED)],  # gap
         [status_event(1, task, TaskState.FAILED)],  # going back
+        # a gap among the events themselves
+        [status_event(3, task, TaskState.WORKING), status_event(5, task, TaskState.FAILED)],
+        [status_event(0, task, TaskState.FAILED)],  # not a sequence number
     ]
     for bad in bad_batches:
         if backend.enforces_seq:
-            with pytest.raises(ValueError):
+            with pytest.raises(LogConflictError):
                 await store.save_task(agent_id, failed, bad)
             # Atomic: a rejected save changes neither the log nor the snapshot.
             assert await store.get_task(agent_id, task.id) == task
@@ -294,10 +304,42 @@ async def test_a_new_task_log_starts_at_one(backend: Backend, store: Store, agen
     if not backend.enforces_seq:
         pytest.skip(f"{backend.name} does not check sequence numbers")
     task = make_task()
-    with pytest.raises(ValueError):
+    with pytest.raises(LogConflictError):
         await store.save_task(agent_id, task, [snapshot_event(3, task)])
     assert await store.get_task(agent_id, task.id) is None
     assert await store.read_events(agent_id, task.id) == []
+
+
+async def test_concurrent_writers_of_one_seq_conflict_alone(
+    backend: Backend, harness: StoreHarness, store: Store, agent_id: str
+) -> None:
+    """Saves racing for the same seq: one wins, every other fails with LogConflictError
+    and changes nothing, and saves of other tasks made at the same moment all succeed
+    (a backend that writes concurrent saves together must keep each save's outcome)."""
+    # Two store objects stand for two instances when the backend shares data between them.
+    stores = [store, await harness.open()] if backend.durable else [store]
+    task = make_task(state=TaskState.WORKING)
+    await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    racers = [with_state(make_task(text=f"racer {i}"), TaskState.COMPLETED) for i in range(6)]
+    others = [make_task(f"other-{i}") for i in range(6)]
+    attempts = []
+    for i, racer in enumerate(racers):
+        writer = stores[i % len(stores)]
+        attempts.append(
+            writer.save_task(agent_id, racer, [status_event(2, racer, TaskState.COMPLETED)])
+        )
+        other = others[i]
+        attempts.append(writer.save_task(agent_id, other, [snapshot_event(1, other)]))
+    results = await asyncio.gather(*attempts, return_exceptions=True)
+    raced, unrelated = results[0::2], results[1::2]
+    assert unrelated == [None] * len(others)
+    assert sum(r is None for r in raced) == 1
+    assert all(isinstance(r, LogConflictError) for r in raced if r is not None), raced
+    winner = racers[raced.index(None)]
+    assert await store.get_task_at(agent_id, task.id) == (winner, 2)
+    assert [e.seq for e in await store.read_events(agent_id, task.id)] == [1, 2]
+    for other in others:
+        assert await store.get_task_at(agent_id, other.id) == (other, 1)
 
 
 async def test_snapshot_and_events_appear_together(store: Store, agent_id: str) -> None:

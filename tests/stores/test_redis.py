@@ -16,7 +16,7 @@ import pytest
 
 from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
 from a2a_hub.protocol.types import TaskState
-from a2a_hub.stores import TaskQuery, open_store
+from a2a_hub.stores import LogConflictError, TaskQuery, open_store
 
 from .conftest import IN_CI, redis_test_url
 from .test_contract import make_task, push_config, snapshot_event, status_event, with_state
@@ -343,7 +343,7 @@ async def test_instances_race_for_the_same_seq(open_redis: OpenRedis) -> None:
     ]
     results = await asyncio.gather(*attempts, return_exceptions=True)
     assert sum(r is None for r in results) == 1
-    assert all(isinstance(r, ValueError) for r in results if r is not None)
+    assert all(isinstance(r, LogConflictError) for r in results if r is not None)
     assert await second.last_seq("agent", task.id) == 2
 
 

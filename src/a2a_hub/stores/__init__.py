@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from a2a_hub.stores.base import (
     EventLog,
+    LogConflictError,
     PushConfigStore,
     Store,
+    StoredTask,
     TaskEvent,
     TaskPage,
     TaskQuery,
@@ -33,9 +35,11 @@ from a2a_hub.stores.memory import MemoryStore
 __all__ = [
     "SUPPORTED_SCHEMES",
     "EventLog",
+    "LogConflictError",
     "MemoryStore",
     "PushConfigStore",
     "Store",
+    "StoredTask",
     "TaskEvent",
     "TaskPage",
     "TaskQuery",

@@ -20,6 +20,7 @@ from a2a_hub.stores.base import (
     TaskEvent,
     TaskPage,
     TaskQuery,
+    check_continues,
     decode_page_token,
     encode_page_token,
     now,
@@ -73,9 +74,7 @@ class MemoryStore(Store):
         key = (agent_id, task.id)
         entry = self._tasks.get(key)
         last = len(entry.events) if entry else 0
-        for offset, ev in enumerate(events, start=1):
-            if ev.seq != last + offset:
-                raise ValueError(f"event seq {ev.seq} does not follow {last + offset - 1}")
+        check_continues(task.id, events, last)
         blob = _enc.encode(task)
         stamp = max(now(), entry.updated_at) if entry else now()
         logged = entry.events if entry else ()

@@ -102,9 +102,11 @@ from a2a_hub.stores.base import (
     TaskEvent,
     TaskPage,
     TaskQuery,
+    check_events,
     decode_page_token,
     encode_page_token,
     guarded,
+    log_conflict,
     now,
     unavailable_error,
 )
@@ -215,15 +217,6 @@ def _unreachable(exc: BaseException) -> bool:
 _guarded = guarded(_unreachable)
 
 
-def _check_events(events: Sequence[TaskEvent]) -> None:
-    first = events[0].seq
-    if first < 1:
-        raise ValueError(f"event seq {first} is not positive; sequence numbers start at 1")
-    for offset, ev in enumerate(events):
-        if ev.seq != first + offset:
-            raise ValueError(f"event seq {ev.seq} does not follow {first + offset - 1}")
-
-
 def _ms(seconds: float) -> int:
     """Milliseconds for the scripts; a TTL that is not 0 (forever) stays at least 1 ms."""
     return max(round(seconds * 1000), 1) if seconds else 0
@@ -265,7 +258,7 @@ class RedisStore(Store):
             "socket_connect_timeout": 5.0,
             # A few quick retries (reconnecting after a server restart).  A save whose
             # reply was lost and that is sent again is refused as a duplicate
-            # (ValueError), as every backend refuses a replayed save.
+            # (LogConflictError), as every backend refuses a replayed save.
             "retry": Retry(EqualJitterBackoff(cap=0.2, base=0.01), 2),
             **client_options,
         }
@@ -358,8 +351,7 @@ class RedisStore(Store):
         *,
         owner: str | None = None,
     ) -> None:
-        if events:
-            _check_events(events)
+        check_events(task.id, events)
         k = self.keys(agent_id)
         state = task.status.state
         keys = (
@@ -389,10 +381,7 @@ class RedisStore(Store):
         args.extend(_enc.encode(e.event) for e in events)
         ok, stored = await scripts.SAVE(self.client, keys, args)
         if not ok:
-            raise ValueError(
-                f"event seq {events[0].seq} does not follow the last stored seq {stored} "
-                f"of task {task.id}"
-            )
+            raise log_conflict(task.id, events[0].seq, int(stored))
 
     @_guarded
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:

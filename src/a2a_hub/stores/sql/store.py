@@ -47,9 +47,11 @@ from a2a_hub.stores.base import (
     TaskEvent,
     TaskPage,
     TaskQuery,
+    check_events,
     decode_page_token,
     encode_page_token,
     guarded,
+    log_conflict,
     now,
     unavailable_error,
 )
@@ -230,15 +232,6 @@ def _skip_idle_rollbacks(engine: AsyncEngine) -> None:
     setattr(dialect, "do_rollback", do_rollback)  # noqa: B010 - per-engine override
 
 
-def _check_events(events: Sequence[TaskEvent]) -> None:
-    first = events[0].seq
-    if first < 1:
-        raise ValueError(f"event seq {first} is not positive; sequence numbers start at 1")
-    for offset, ev in enumerate(events):
-        if ev.seq != first + offset:
-            raise ValueError(f"event seq {ev.seq} does not follow {first + offset - 1}")
-
-
 # --- the store -------------------------------------------------------------------------
 
 
@@ -405,7 +398,7 @@ class SqlStore(Store):
         if not events:
             yield stmts.upsert_task, {**row, "last_seq": 0}
             return
-        _check_events(events)
+        check_events(task.id, events)
         prev, last = events[0].seq - 1, events[-1].seq
         if prev == 0:
             result = yield stmts.upsert_task_first_events, {**row, "last_seq": last}
@@ -425,10 +418,7 @@ class SqlStore(Store):
             )
         if result.rowcount != 1:
             stored = (yield _LAST_SEQ, {"p_agent": agent_id, "p_task": task.id}).scalar_one()
-            raise ValueError(
-                f"event seq {prev + 1} does not follow the last stored seq {stored} "
-                f"of task {task.id}"
-            )
+            raise log_conflict(task.id, prev + 1, stored)
         rows = [
             {"agent_id": agent_id, "task_id": task.id, "seq": e.seq, "data": _enc.encode(e.event)}
             for e in events
@@ -436,7 +426,7 @@ class SqlStore(Store):
         try:
             yield _INSERT_EVENTS, rows[0] if len(rows) == 1 else rows
         except sa_exc.IntegrityError as exc:  # a concurrent writer took these seqs
-            raise ValueError(f"event seqs {prev + 1}..{last} of task {task.id} exist") from exc
+            raise log_conflict(task.id, prev + 1, None) from exc
         if self._dialect == "postgresql" and self._notify_events:
             # delivered on commit: wakes instances following this task's log
             payload = f"{agent_id} {task.id} {last}"

@@ -28,10 +28,14 @@ class RedisKeys:
     """
 
     __slots__ = (
+        "common_args",
+        "common_keys",
         "context_prefix",
         "ended",
+        "ended_owner",
         "events_prefix",
         "expiring",
+        "owner_prefix",
         "push_prefix",
         "state_prefix",
         "task_prefix",
@@ -44,12 +48,17 @@ class RedisKeys:
         self.tasks = base + "tasks"
         self.expiring = base + "expiring"
         self.ended = base + "ended"
+        self.ended_owner = base + "ended-owner"
         self.task_prefix = base + "task:"
         self.events_prefix = base + "events:"
         self.push_prefix = base + "push:"
         self.context_prefix = base + "ctx:"
         self.state_prefix = base + "state:"
+        self.owner_prefix = base + "owner:"
         self.tmp_prefix = base + "tmp:"
+        #: What every script touching the listing indexes takes first (common.lua).
+        self.common_keys = (self.tasks, self.expiring, self.ended, self.ended_owner)
+        self.common_args = (self.context_prefix, self.state_prefix, self.owner_prefix)
 
     def task(self, task_id: str) -> str:
         """The task's hash."""
@@ -70,6 +79,10 @@ class RedisKeys:
     def state(self, state: str) -> str:
         """The index of the tasks in one state."""
         return self.state_prefix + state
+
+    def owner(self, owner: str) -> str:
+        """The index of the tasks one principal created."""
+        return self.owner_prefix + owner
 
     def scratch(self) -> str:
         """A fresh key for a temporary result inside one script."""

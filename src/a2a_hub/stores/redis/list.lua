@@ -1,32 +1,36 @@
 -- list_tasks: newest first, keyset paging; sweeps due index entries first.
--- KEYS: tasks index, expiring, ended, source index, second index (= source: none), scratch
--- ARGV: context prefix, state prefix, task prefix, lowest score ('-inf'), cursor score
---       ('' on the first page), '1' to read the ties of the cursor score, limit
+-- KEYS: (common 1..4), scratch, then the indexes to read (the tasks index when there is
+--       no filter; several are intersected into scratch)
+-- ARGV: (common 1..3), task prefix, lowest score ('-inf'), cursor score ('' on the first
+--       page), '1' to read the ties of the cursor score, limit
 -- Returns {total, ties, tie id, tie data, ..., id, score, data, ...}: the members
 -- with exactly the cursor score (the caller keeps those whose id is below the
 -- cursor's), then at most ``limit`` members below the cursor score, newest first.
-local all, expiring, ended, src = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local ctx_prefix, state_prefix, task_prefix = ARGV[1], ARGV[2], ARGV[3]
-local lo, cursor, limit = ARGV[4], ARGV[5], tonumber(ARGV[7])
+local scratch, src = KEYS[5], KEYS[6]
+local task_prefix, lo, cursor, limit = ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[8])
 
-sweep(1000, all, expiring, ended, ctx_prefix, state_prefix)  -- up to a thousand per list
-if KEYS[5] ~= src then
-  redis.call('ZINTERSTORE', KEYS[6], 2, src, KEYS[5], 'AGGREGATE', 'MAX')
-  src = KEYS[6]
+sweep(1000)  -- up to a thousand per list
+if #KEYS > 6 then
+  local args = {scratch, #KEYS - 5}
+  for i = 6, #KEYS do args[#args + 1] = KEYS[i] end
+  args[#args + 1] = 'AGGREGATE'
+  args[#args + 1] = 'MAX'
+  redis.call('ZINTERSTORE', unpack(args))
+  src = scratch
 end
 local total = redis.call('ZCOUNT', src, lo, '+inf')
 local out = {0, 0}
 local function fetch(id)
   local d = redis.call('HGET', task_prefix .. id, 'd')
   if not d then  -- expired before the sweep got to it
-    forget(id, all, expiring, ended, ctx_prefix, state_prefix)
+    forget(id)
     redis.call('ZREM', src, id)
     total = total - 1
   end
   return d
 end
 local ties = 0
-if ARGV[6] == '1' then
+if ARGV[7] == '1' then
   for _, id in ipairs(redis.call('ZRANGE', src, cursor, cursor, 'BYSCORE')) do
     local d = fetch(id)
     if d then
@@ -53,7 +57,7 @@ while kept < limit do
     end
   end
 end
-if src ~= KEYS[4] then redis.call('DEL', src) end
+if src == scratch then redis.call('DEL', scratch) end
 out[1] = total
 out[2] = ties
 return out

@@ -31,23 +31,27 @@ Needs Redis 6.2 or later (``ZRANGE … BYSCORE REV``, exclusive ``XRANGE``).
 A TTL of ``0`` means "keep forever"; all three are seconds (fractions allowed)
 counted from the same moment, the Redis server's clock when the task ended.
 
-Keys (all built by :class:`~.keys.RedisKeys`; ``P`` is the prefix, ``{A}`` the escaped agent id, the
-``{…}`` braces make it a Redis Cluster hash tag, so everything one script
+Keys (all built by :class:`~.keys.RedisKeys`; ``P`` is the prefix, ``{A}`` the escaped
+agent id, the ``{…}`` braces make it a Redis Cluster hash tag, so everything one script
 touches lives in one slot):
 
 =================================  ==================================================
 ``P:{A}:task:<task_id>``           hash: ``d`` snapshot (msgspec JSON), ``seq`` last
                                    event seq, ``ctx``, ``state``, ``upd`` updated_at,
-                                   ``end`` ended-at (server ms, ended tasks only)
+                                   ``end`` ended-at (server ms, ended tasks only),
+                                   ``owner`` (set at creation, only if it has one)
 ``P:{A}:events:<task_id>``         stream: entry ``0-<seq>``, field ``d`` = the event
 ``P:{A}:push:<task_id>``           hash: ``c:<config_id>`` = ``"<order> <json>"``,
                                    ``#`` = the creation-order counter
 ``P:{A}:tasks``                    zset of task ids, score updated_at (newest first)
 ``P:{A}:ctx:<context_id>``         the same, per context
 ``P:{A}:state:<state>``            the same, per state
+``P:{A}:owner:<owner>``            the same, per owner (``TaskQuery.owner``)
 ``P:{A}:expiring``                 zset of ended task ids, score = expiry (server ms)
 ``P:{A}:ended``                    hash: ended task id -> ``"<state>\\n<context>"``,
                                    what is needed to unindex it once its hash expired
+``P:{A}:ended-owner``              hash: ended task id -> its owner (owned tasks only),
+                                   the same for the owner index
 ``P:{A}:tmp:<uuid>``               scratch intersection inside one list script
 =================================  ==================================================
 
@@ -60,12 +64,12 @@ removed lazily: every save sweeps a few due members of ``expiring``, every list
 sweeps up to a thousand, and a listed member whose task hash is gone is dropped
 on sight — the indexes never grow beyond the live tasks.
 
-Reads are one command each: ``get_task`` is ``HGET``, ``get_task_at`` one
-``HMGET`` of the snapshot and ``seq`` (atomic), ``read_events`` is
+Reads are one command each: ``get_task`` is ``HGET``, ``get_task_record`` one
+``HMGET`` of the snapshot, ``seq`` and ``owner`` (atomic), ``read_events`` is
 ``XRANGE events (0-<after> + COUNT <limit>``, so any instance resumes a log from
 a sequence number.  ``list_tasks`` is one script: newest first by updated_at,
 then task id descending; it reads the zset of the filter (all / context /
-state, or the ``ZINTERSTORE`` of context and state) with keyset paging, the
+state / owner, or the ``ZINTERSTORE`` of several) with keyset paging, the
 members tied on the cursor's score resolved by task id.
 
 Errors: a server that cannot be reached raises
@@ -339,8 +343,14 @@ class RedisStore(Store):
 
     @_guarded
     async def get_task_record(self, agent_id: str, task_id: str) -> StoredTask | None:
-        data, seq = await self.client.hmget(self.keys(agent_id).task(task_id), ["d", "seq"])
-        return None if data is None else StoredTask(_task_dec.decode(data), int(cast(bytes, seq)))
+        data, seq, owner = await self.client.hmget(
+            self.keys(agent_id).task(task_id), ["d", "seq", "owner"]
+        )
+        if data is None:
+            return None
+        return StoredTask(
+            _task_dec.decode(data), int(cast(bytes, seq)), None if owner is None else _text(owner)
+        )
 
     @_guarded
     async def save_task(
@@ -355,16 +365,15 @@ class RedisStore(Store):
         k = self.keys(agent_id)
         state = task.status.state
         keys = (
+            *k.common_keys,
             k.task(task.id),
             k.events(task.id),
             k.push(task.id),
-            k.tasks,
             k.context(task.context_id),
             k.state(state.value),
-            k.expiring,
-            k.ended,
         )
         args: list[str | bytes | int] = [
+            *k.common_args,
             task.id,
             _enc.encode(task),
             task.context_id,
@@ -374,8 +383,7 @@ class RedisStore(Store):
             self._task_ttl,
             self._history_ttl,
             self._push_ttl,
-            k.context_prefix,
-            k.state_prefix,
+            "" if owner is None else "=" + owner,
             events[0].seq if events else 0,
         ]
         args.extend(_enc.encode(e.event) for e in events)
@@ -387,13 +395,12 @@ class RedisStore(Store):
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
         cursor = decode_page_token(query.page_token) if query.page_token else None
         k = self.keys(agent_id)
-        source, second = k.tasks, k.tasks
-        if query.context_id is not None:
-            source = second = k.context(query.context_id)
-        if query.state is not None:
-            second = k.state(query.state.value)
-            if query.context_id is None:
-                source = second
+        indexes = [
+            k.context(query.context_id) if query.context_id is not None else None,
+            k.state(query.state.value) if query.state is not None else None,
+            k.owner(query.owner) if query.owner is not None else None,
+        ]
+        sources = [index for index in indexes if index is not None] or [k.tasks]
         lowest = "-inf" if query.updated_after is None else repr(float(query.updated_after))
         ties = cursor is not None and (
             query.updated_after is None or cursor[0] >= query.updated_after
@@ -401,10 +408,9 @@ class RedisStore(Store):
         size = max(query.page_size, 0)
         reply = await scripts.LIST(
             self.client,
-            (k.tasks, k.expiring, k.ended, source, second, k.scratch()),
+            (*k.common_keys, k.scratch(), *sources),
             (
-                k.context_prefix,
-                k.state_prefix,
+                *k.common_args,
                 k.task_prefix,
                 lowest,
                 "" if cursor is None else repr(cursor[0]),
@@ -439,8 +445,8 @@ class RedisStore(Store):
         k = self.keys(agent_id)
         existed = await scripts.DELETE(
             self.client,
-            (k.task(task_id), k.events(task_id), k.push(task_id), k.tasks, k.expiring, k.ended),
-            (task_id, k.context_prefix, k.state_prefix),
+            (*k.common_keys, k.task(task_id), k.events(task_id), k.push(task_id)),
+            (*k.common_args, task_id),
         )
         return bool(existed)
 

@@ -18,6 +18,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    inspect,
     select,
     text,
     update,
@@ -41,7 +42,7 @@ __all__ = [
 
 #: Version of the schema this code writes.  Bump it and add an entry to
 #: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: PostgreSQL NOTIFY channel announcing new events ("agent_id task_id seq").
 EVENTS_CHANNEL = "a2a_events"
@@ -60,9 +61,12 @@ tasks = Table(
     Column("updated_at", Double, nullable=False),
     Column("last_seq", Integer, nullable=False),
     Column("data", LargeBinary, nullable=False),
+    # The principal that created the task (None: anonymous); set once, never changed.  (v3)
+    Column("owner", String, nullable=True),
 )
 Index("ix_a2a_tasks_updated", tasks.c.agent_id, tasks.c.updated_at, tasks.c.task_id)
 Index("ix_a2a_tasks_context", tasks.c.agent_id, tasks.c.context_id, tasks.c.updated_at)
+Index("ix_a2a_tasks_owner", tasks.c.agent_id, tasks.c.owner, tasks.c.updated_at)
 
 events = Table(
     "a2a_task_events",
@@ -121,8 +125,22 @@ async def _add_leases(conn: AsyncConnection) -> None:
     await _create(conn, leases)
 
 
+async def _add_owner(conn: AsyncConnection) -> None:
+    """Version 3: the owner of each task (``NULL`` for tasks created before), and its index."""
+    columns = await conn.run_sync(
+        lambda sync: {c["name"] for c in inspect(sync).get_columns(tasks.name)}
+    )
+    if "owner" not in columns:
+        await conn.execute(text(f"ALTER TABLE {tasks.name} ADD COLUMN owner VARCHAR"))
+    owner_index = next(ix for ix in tasks.indexes if ix.name == "ix_a2a_tasks_owner")
+    await conn.execute(CreateIndex(owner_index, if_not_exists=True))
+
+
 # Upgrades, keyed by the version they produce; each runs inside the setup transaction.
-_MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {2: _add_leases}
+_MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {
+    2: _add_leases,
+    3: _add_owner,
+}
 
 
 async def setup_schema(conn: AsyncConnection, safe_url: str) -> None:

@@ -85,7 +85,7 @@ _push_key = (push_configs.c.agent_id == _agent, push_configs.c.task_id == _task)
 
 _NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 _GET_TASK = select(tasks.c.data).where(*_task_key)
-_GET_TASK_AT = select(tasks.c.data, tasks.c.last_seq).where(*_task_key)
+_GET_TASK_AT = select(tasks.c.data, tasks.c.last_seq, tasks.c.owner).where(*_task_key)
 _READ_EVENTS = (
     select(events.c.seq, events.c.data)
     .where(*_event_key, events.c.seq > bindparam("p_after", type_=Integer))
@@ -348,7 +348,7 @@ class SqlStore(Store):
             row = (
                 await conn.execute(_GET_TASK_AT, {"p_agent": agent_id, "p_task": task_id})
             ).one_or_none()
-        return None if row is None else StoredTask(_task_dec.decode(row[0]), int(row[1]))
+        return None if row is None else StoredTask(_task_dec.decode(row[0]), int(row[1]), row[2])
 
     @_guarded
     async def save_task(
@@ -360,10 +360,10 @@ class SqlStore(Store):
         owner: str | None = None,
     ) -> None:
         if self._writer is not None:  # SQLite: group commit through the writer thread
-            await self._writer.save(agent_id, task, events)
+            await self._writer.save(agent_id, task, events, owner)
             return
         async with self.engine.begin() as conn:
-            plan = self._save_plan(agent_id, task, events)
+            plan = self._save_plan(agent_id, task, events, owner)
             result: Any = None
             while True:
                 try:
@@ -376,7 +376,7 @@ class SqlStore(Store):
                     plan.throw(exc)
 
     def _save_plan(
-        self, agent_id: str, task: Task, events: Sequence[TaskEvent]
+        self, agent_id: str, task: Task, events: Sequence[TaskEvent], owner: str | None
     ) -> Generator[tuple[Any, Any], Any, None]:
         """The statements of one save, for the async and the sync (SQLite writer) drivers.
 
@@ -394,6 +394,7 @@ class SqlStore(Store):
             "state": state,
             "updated_at": stamp,
             "data": data,
+            "owner": owner,  # only inserted: an existing task keeps its owner
         }
         if not events:
             yield stmts.upsert_task, {**row, "last_seq": 0}
@@ -435,6 +436,8 @@ class SqlStore(Store):
     @_guarded
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
         where: list[ColumnElement[bool]] = [tasks.c.agent_id == agent_id]
+        if query.owner is not None:
+            where.append(tasks.c.owner == query.owner)
         if query.context_id is not None:
             where.append(tasks.c.context_id == query.context_id)
         if query.state is not None:

@@ -7,6 +7,7 @@ server, or fails when ``CI=true``.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from a2a_hub.protocol.types import TaskState
-from a2a_hub.stores import StoredTask, TaskQuery
+from a2a_hub.stores import LogConflictError, StoredTask, TaskQuery
 from a2a_hub.stores.sql import SCHEMA_VERSION, SqlStore
 
 from .conftest import IN_CI, POSTGRES_URL
@@ -255,3 +256,91 @@ async def test_a_newer_schema_is_refused(database: Database) -> None:
         await engine.dispose()
     with pytest.raises(RuntimeError, match=f"schema version {SCHEMA_VERSION + 1}"):
         await database.store().open()
+
+
+# --- PostgreSQL connections --------------------------------------------------------------
+
+
+async def test_postgresql_saves_go_on_after_the_server_dropped_the_connections() -> None:
+    """Pooled connections the server terminated are replaced before a batch is sent on them,
+    so saves after a database restart (or a killed backend) simply work."""
+    name = f"a2a-test-{uuid.uuid4().hex[:12]}"
+    store = SqlStore(
+        POSTGRES_URL,
+        engine_options={"connect_args": {"server_settings": {"application_name": name}}},
+    )
+    try:
+        await store.open()
+    except (ImportError, OSError) as exc:
+        if IN_CI:
+            pytest.fail(f"postgresql unavailable: {exc} (CI=true)")
+        pytest.skip(f"postgresql unavailable: {type(exc).__name__}: {exc}")
+    agent_id = f"agent-{uuid.uuid4().hex}"
+    admin = Database(POSTGRES_URL, {}).engine()
+    try:
+        first = make_task("first")
+        await store.save_task(agent_id, first, [snapshot_event(1, first)])
+        async with admin.connect() as conn:
+            terminate = text(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name = :name"
+            )
+            assert (await conn.execute(terminate, {"name": name})).scalar_one() >= 1
+        await wait_until_gone(admin, name)
+        second = make_task("second")
+        await store.save_task(agent_id, second, [snapshot_event(1, second)])
+        assert await store.get_task_record(agent_id, second.id) == StoredTask(second, 1, None)
+        assert await store.get_task_record(agent_id, first.id) == StoredTask(first, 1, None)
+        # Reads and deletes too.
+        async with admin.connect() as conn:
+            await conn.execute(terminate, {"name": name})
+        await wait_until_gone(admin, name)
+        assert await store.get_task(agent_id, first.id) == first
+    finally:
+        for task_id in ("first", "second"):
+            await store.delete_task(agent_id, task_id)
+        await store.close()
+        await admin.dispose()
+
+
+async def wait_until_gone(engine: AsyncEngine, application_name: str) -> None:
+    """Until no backend of that name is left, and the client has seen its sockets close."""
+    count = text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name")
+    for _ in range(500):
+        async with engine.connect() as conn:  # a fresh snapshot of pg_stat_activity
+            if not (await conn.execute(count, {"name": application_name})).scalar_one():
+                break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+
+
+async def test_postgresql_a_save_the_database_refuses_fails_alone() -> None:
+    """Saves are written in batches; one the database refuses (PostgreSQL text cannot hold
+    NUL) fails on its own, and the saves sent with it are written all the same."""
+    store = SqlStore(POSTGRES_URL)
+    try:
+        await store.open()
+    except (ImportError, OSError) as exc:
+        if IN_CI:
+            pytest.fail(f"postgresql unavailable: {exc} (CI=true)")
+        pytest.skip(f"postgresql unavailable: {type(exc).__name__}: {exc}")
+    agent_id = f"agent-{uuid.uuid4().hex}"
+    good = [make_task(f"good-{i}") for i in range(6)]
+    bad = make_task("bad", context_id="ctx\x00nul")
+    try:
+        results = await asyncio.gather(
+            *(store.save_task(agent_id, t, [snapshot_event(1, t)]) for t in good[:3]),
+            store.save_task(agent_id, bad, [snapshot_event(1, bad)]),
+            *(store.save_task(agent_id, t, [snapshot_event(1, t)]) for t in good[3:]),
+            return_exceptions=True,
+        )
+        assert results[:3] == [None] * 3 and results[4:] == [None] * 3
+        assert isinstance(results[3], Exception)
+        assert not isinstance(results[3], LogConflictError)
+        assert await store.get_task(agent_id, bad.id) is None
+        for task in good:
+            assert await store.get_task_record(agent_id, task.id) == StoredTask(task, 1, None)
+    finally:
+        for task in good:
+            await store.delete_task(agent_id, task.id)
+        await store.close()

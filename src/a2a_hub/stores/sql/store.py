@@ -6,7 +6,11 @@ msgspec JSON blobs next to the few columns that are queried.
 
 ``a2a_tasks.last_seq`` mirrors the highest event ``seq`` of the task, so that
 :meth:`SqlStore.save_task` checks that new events continue the log with a
-conditional write instead of an extra read: one transaction, two statements.
+conditional write instead of an extra read.  Saves are group-committed: on
+SQLite through one writer thread (:mod:`.sqlite_writer`), on PostgreSQL as one
+function call per batch (:mod:`.pg_writer`), one round trip and one commit for
+every save waiting at that moment.  PostgreSQL reads run in autocommit: one
+round trip each, no BEGIN/ROLLBACK around them.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from sqlalchemy import (
@@ -27,7 +31,6 @@ from sqlalchemy import (
     event,
     func,
     select,
-    text,
     tuple_,
     update,
 )
@@ -35,7 +38,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import AsyncAdaptedQueuePool
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -65,6 +68,9 @@ from a2a_hub.stores.sql.schema import (
 )
 from a2a_hub.stores.sql.sqlite_writer import SqliteWriter
 
+if TYPE_CHECKING:
+    from a2a_hub.stores.sql.pg_writer import PostgresWriter
+
 __all__ = ["SqlStore"]
 
 _POSTGRES_HINT = "pip install 'a2a-hub[postgres]'"
@@ -83,7 +89,6 @@ _task_key = (tasks.c.agent_id == _agent, tasks.c.task_id == _task)
 _event_key = (events.c.agent_id == _agent, events.c.task_id == _task)
 _push_key = (push_configs.c.agent_id == _agent, push_configs.c.task_id == _task)
 
-_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 _GET_TASK = select(tasks.c.data).where(*_task_key)
 _GET_TASK_AT = select(tasks.c.data, tasks.c.last_seq, tasks.c.owner).where(*_task_key)
 _READ_EVENTS = (
@@ -211,6 +216,13 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.close()
 
 
+def _drop_closed_connections(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """A pooled connection the server closed meanwhile (a restart, a terminated backend) is
+    replaced at checkout, before anything is sent on it: no round trip, no failed request."""
+    if dbapi_connection.driver_connection.is_closed():
+        raise sa_exc.DisconnectionError("the server closed this pooled connection")
+
+
 def _skip_idle_rollbacks(engine: AsyncEngine) -> None:
     """Spare aiosqlite a thread round trip for each ROLLBACK that would do nothing.
 
@@ -250,11 +262,12 @@ class SqlStore(Store):
         self._safe_url = make_url(url).render_as_string(hide_password=True)
         self._engine_options = dict(engine_options or {})
         self._engine: AsyncEngine | None = None
-        #: SQLite files: saves go through one writer thread in batches (group commit).
-        self._writer: SqliteWriter | None = None
+        #: Connections for reads: in autocommit on PostgreSQL (no BEGIN/ROLLBACK round trips).
+        self._reader: AsyncEngine | None = None
+        #: Saves in batches (group commit): a writer thread for SQLite files, one
+        #: function call per batch for PostgreSQL.
+        self._writer: SqliteWriter | PostgresWriter | None = None
         self._stmts = _Statements(self._dialect)
-        #: NOTIFY followers of new events (PostgreSQL; read by the coordinator).
-        self._notify_events = self._dialect == "postgresql"
         if self._dialect == "postgresql":
             try:
                 importlib.import_module("asyncpg")
@@ -293,6 +306,12 @@ class SqlStore(Store):
             raise RuntimeError(f"{self!r} is not open; await store.open() first")
         return self._engine
 
+    def _read(self) -> AsyncConnection:
+        """A connection for reads (use as ``async with``)."""
+        if self._reader is None:
+            raise RuntimeError(f"{self!r} is not open; await store.open() first")
+        return self._reader.connect()
+
     # --- lifecycle ---------------------------------------------------------------------
 
     @_guarded
@@ -313,6 +332,8 @@ class SqlStore(Store):
         if self._dialect == "sqlite":
             event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
             _skip_idle_rollbacks(engine)
+        else:
+            event.listen(engine.sync_engine, "checkout", _drop_closed_connections)
         try:
             async with engine.begin() as conn:
                 await setup_schema(conn, self._safe_url)
@@ -320,7 +341,18 @@ class SqlStore(Store):
             await engine.dispose()
             raise
         self._engine = engine
-        if self._dialect == "sqlite" and not _sqlite_in_memory(self._engine_url):
+        self._reader = engine
+        if self._dialect == "postgresql":
+            from a2a_hub.stores.sql.pg_writer import PostgresWriter
+
+            self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
+            self._writer = PostgresWriter(
+                engine,
+                channel=EVENTS_CHANNEL,
+                unreachable=_unreachable,
+                unavailable=self._unavailable,
+            )
+        elif not _sqlite_in_memory(self._engine_url):
             database = self._engine_url.database or ""
             self._writer = SqliteWriter(database, self._save_plan, _sqlite_on_connect)
 
@@ -328,7 +360,7 @@ class SqlStore(Store):
         writer, self._writer = self._writer, None
         if writer is not None:
             await writer.close()
-        engine, self._engine = self._engine, None
+        engine, self._engine, self._reader = self._engine, None, None
         if engine is not None:
             await engine.dispose()
 
@@ -336,7 +368,7 @@ class SqlStore(Store):
 
     @_guarded
     async def get_task(self, agent_id: str, task_id: str) -> Task | None:
-        async with self.engine.connect() as conn:
+        async with self._read() as conn:
             data = (
                 await conn.execute(_GET_TASK, {"p_agent": agent_id, "p_task": task_id})
             ).scalar_one_or_none()
@@ -344,7 +376,7 @@ class SqlStore(Store):
 
     @_guarded
     async def get_task_record(self, agent_id: str, task_id: str) -> StoredTask | None:
-        async with self.engine.connect() as conn:
+        async with self._read() as conn:
             row = (
                 await conn.execute(_GET_TASK_AT, {"p_agent": agent_id, "p_task": task_id})
             ).one_or_none()
@@ -359,7 +391,7 @@ class SqlStore(Store):
         *,
         owner: str | None = None,
     ) -> None:
-        if self._writer is not None:  # SQLite: group commit through the writer thread
+        if self._writer is not None:  # group commit
             await self._writer.save(agent_id, task, events, owner)
             return
         async with self.engine.begin() as conn:
@@ -428,10 +460,6 @@ class SqlStore(Store):
             yield _INSERT_EVENTS, rows[0] if len(rows) == 1 else rows
         except sa_exc.IntegrityError as exc:  # a concurrent writer took these seqs
             raise log_conflict(task.id, prev + 1, None) from exc
-        if self._dialect == "postgresql" and self._notify_events:
-            # delivered on commit: wakes instances following this task's log
-            payload = f"{agent_id} {task.id} {last}"
-            yield _NOTIFY, {"channel": EVENTS_CHANNEL, "payload": payload}
 
     @_guarded
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
@@ -455,7 +483,7 @@ class SqlStore(Store):
             .order_by(tasks.c.updated_at.desc(), tasks.c.task_id.desc())
             .limit(size + 1)  # one more row tells whether there is a next page
         )
-        async with self.engine.connect() as conn:
+        async with self._read() as conn:
             rows = (await conn.execute(stmt)).all()
             total = (
                 await conn.execute(select(func.count()).select_from(tasks).where(*where))
@@ -488,13 +516,13 @@ class SqlStore(Store):
             if limit <= 0:
                 return []
             stmt, params["p_limit"] = _READ_EVENTS_LIMIT, limit
-        async with self.engine.connect() as conn:
+        async with self._read() as conn:
             rows = (await conn.execute(stmt, params)).all()
         return [TaskEvent(seq=seq, event=_event_dec.decode(data)) for seq, data in rows]
 
     @_guarded
     async def last_seq(self, agent_id: str, task_id: str) -> int:
-        async with self.engine.connect() as conn:
+        async with self._read() as conn:
             value = (
                 await conn.execute(_LAST_SEQ, {"p_agent": agent_id, "p_task": task_id})
             ).scalar_one()
@@ -523,7 +551,7 @@ class SqlStore(Store):
         self, agent_id: str, task_id: str, config_id: str
     ) -> TaskPushNotificationConfig | None:
         params = {"p_agent": agent_id, "p_task": task_id, "p_config": config_id}
-        async with self.engine.connect() as conn:
+        async with self._read() as conn:
             data = (await conn.execute(_GET_PUSH, params)).scalar_one_or_none()
         return None if data is None else _push_dec.decode(data)
 
@@ -531,7 +559,7 @@ class SqlStore(Store):
     async def list_push_configs(
         self, agent_id: str, task_id: str
     ) -> list[TaskPushNotificationConfig]:
-        async with self.engine.connect() as conn:
+        async with self._read() as conn:
             blobs = (
                 await conn.execute(_LIST_PUSH, {"p_agent": agent_id, "p_task": task_id})
             ).scalars()

@@ -143,9 +143,10 @@ SAVE_TASKS = "a2a_save_tasks"
 # Saves a batch of tasks (snapshot + events each) in order, in the caller's transaction.
 # Save i: the snapshot p_data[i] (with the columns next to it), and the p_count[i] events
 # p_events[pos + 1 .. pos + p_count[i]] (pos: the events of the saves before it) numbered
-# from p_first[i].  Each save is SQLAlchemy's "save plan" of the store in one statement:
+# from p_first[i].  Each save does what the store's save plan (store.py) does on SQLite:
 # no events -> upsert the snapshot; events from 1 -> insert, or replace a snapshot that
-# has no events yet; events from n > 1 -> update the row whose last_seq is n - 1.  A save
+# has no events yet; events from n > 1 -> update the row whose last_seq is n - 1; the
+# owner is written only when the row is inserted, so it never changes.  A save
 # whose events do not continue the log changes nothing and is reported, the others go on.
 # Returns, per save, -1 if it was written, else the task's last stored seq (a conflict).
 # Each save with events sends NOTIFY p_channel 'agent_id task_id last_seq' (NULL: none).

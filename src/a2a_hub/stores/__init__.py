@@ -7,7 +7,8 @@
                           (``pip install 'a2a-hub[postgres]'``)
 ``redis://…``             :class:`~a2a_hub.stores.redis.RedisStore`, redis-py
 ``rediss://…``            (``pip install 'a2a-hub[redis]'``); TTLs and key
-                          prefix as query options, see that module
+                          prefix as query options, see
+                          :mod:`a2a_hub.stores.redis.store`
 ========================  =============================================
 
 One package per server backend: :mod:`a2a_hub.stores.sql` and

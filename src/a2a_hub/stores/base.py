@@ -1,8 +1,8 @@
 """Abstract storage interfaces: tasks, their event logs, push configs.
 
-Every backend (``memory``, ``sql`` for SQLite and PostgreSQL, and later
-``redis``) implements :class:`Store`, and one contract test suite runs the same
-test bodies against all of them.
+Every backend (``memory``, ``sql`` for SQLite and PostgreSQL, and ``redis``)
+implements :class:`Store`, and one contract test suite runs the same test bodies
+against all of them.
 
 Rules every backend keeps:
 
@@ -13,7 +13,10 @@ Rules every backend keeps:
 * Values returned are independent copies: mutating them never changes what is
   stored (the memory backend copies on the way in and out to keep that true).
 * ``save`` writes the task snapshot and appends its new events in one atomic
-  step, so the snapshot is always the fold of the stored log.
+  step, so the snapshot is always the fold of the stored log; events that do
+  not continue the log raise :class:`LogConflictError` (checked by
+  :func:`check_events` / :func:`check_continues`, worded by :func:`log_conflict`).
+* A task's owner is recorded by its first save and never changes.
 * A backend that cannot reach its server raises
   :class:`~a2a_hub.protocol.errors.StoreUnavailableError`.
 """

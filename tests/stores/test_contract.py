@@ -30,7 +30,15 @@ from a2a_hub.protocol.types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
-from a2a_hub.stores import MemoryStore, Store, TaskEvent, TaskQuery, open_store
+from a2a_hub.stores import (
+    LogConflictError,
+    MemoryStore,
+    Store,
+    StoredTask,
+    TaskEvent,
+    TaskQuery,
+    open_store,
+)
 
 from .conftest import Backend, StoreHarness
 
@@ -274,10 +282,13 @@ async def test_events_must_continue_the_log(backend: Backend, store: Store, agen
         [status_event(2, task, TaskState.FAILED)],  # duplicate
         [status_event(4, task, TaskState.FAILED)],  # gap
         [status_event(1, task, TaskState.FAILED)],  # going back
+        # a gap among the events themselves
+        [status_event(3, task, TaskState.WORKING), status_event(5, task, TaskState.FAILED)],
+        [status_event(0, task, TaskState.FAILED)],  # not a sequence number
     ]
     for bad in bad_batches:
         if backend.enforces_seq:
-            with pytest.raises(ValueError):
+            with pytest.raises(LogConflictError):
                 await store.save_task(agent_id, failed, bad)
             # Atomic: a rejected save changes neither the log nor the snapshot.
             assert await store.get_task(agent_id, task.id) == task
@@ -294,10 +305,42 @@ async def test_a_new_task_log_starts_at_one(backend: Backend, store: Store, agen
     if not backend.enforces_seq:
         pytest.skip(f"{backend.name} does not check sequence numbers")
     task = make_task()
-    with pytest.raises(ValueError):
+    with pytest.raises(LogConflictError):
         await store.save_task(agent_id, task, [snapshot_event(3, task)])
     assert await store.get_task(agent_id, task.id) is None
     assert await store.read_events(agent_id, task.id) == []
+
+
+async def test_concurrent_writers_of_one_seq_conflict_alone(
+    backend: Backend, harness: StoreHarness, store: Store, agent_id: str
+) -> None:
+    """Saves racing for the same seq: one wins, every other fails with LogConflictError
+    and changes nothing, and saves of other tasks made at the same moment all succeed
+    (a backend that writes concurrent saves together must keep each save's outcome)."""
+    # Two store objects stand for two instances when the backend shares data between them.
+    stores = [store, await harness.open()] if backend.durable else [store]
+    task = make_task(state=TaskState.WORKING)
+    await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    racers = [with_state(make_task(text=f"racer {i}"), TaskState.COMPLETED) for i in range(6)]
+    others = [make_task(f"other-{i}") for i in range(6)]
+    attempts = []
+    for i, racer in enumerate(racers):
+        writer = stores[i % len(stores)]
+        attempts.append(
+            writer.save_task(agent_id, racer, [status_event(2, racer, TaskState.COMPLETED)])
+        )
+        other = others[i]
+        attempts.append(writer.save_task(agent_id, other, [snapshot_event(1, other)]))
+    results = await asyncio.gather(*attempts, return_exceptions=True)
+    raced, unrelated = results[0::2], results[1::2]
+    assert unrelated == [None] * len(others)
+    assert sum(r is None for r in raced) == 1
+    assert all(isinstance(r, LogConflictError) for r in raced if r is not None), raced
+    winner = racers[raced.index(None)]
+    assert await store.get_task_at(agent_id, task.id) == (winner, 2)
+    assert [e.seq for e in await store.read_events(agent_id, task.id)] == [1, 2]
+    for other in others:
+        assert await store.get_task_at(agent_id, other.id) == (other, 1)
 
 
 async def test_snapshot_and_events_appear_together(store: Store, agent_id: str) -> None:
@@ -453,6 +496,99 @@ async def test_bad_page_token_is_invalid_params(store: Store, agent_id: str, tok
         await store.list_tasks(agent_id, TaskQuery(page_token=token))
 
 
+# --- owner -----------------------------------------------------------------------------
+
+
+async def test_owner_is_recorded_at_creation_and_never_changes(store: Store, agent_id: str) -> None:
+    task = make_task("owned")
+    await store.save_task(agent_id, task, [snapshot_event(1, task)], owner="alice")
+    assert await store.get_task_record(agent_id, task.id) == StoredTask(task, 1, "alice")
+    # Later saves, whoever makes them and whether or not they append events, keep it.
+    working = with_state(task, TaskState.WORKING)
+    await store.save_task(
+        agent_id, working, [status_event(2, task, TaskState.WORKING)], owner="mallory"
+    )
+    await store.save_task(agent_id, working, owner="mallory")
+    await store.save_task(agent_id, working)
+    assert await store.get_task_record(agent_id, task.id) == StoredTask(working, 2, "alice")
+    assert await store.get_task_at(agent_id, task.id) == (working, 2)
+
+    # Created by a save without events: recorded just the same.
+    quiet = make_task("quiet")
+    await store.save_task(agent_id, quiet, owner="dave")
+    await store.save_task(agent_id, quiet, [snapshot_event(1, quiet)], owner="mallory")
+    assert await store.get_task_record(agent_id, quiet.id) == StoredTask(quiet, 1, "dave")
+
+    # Created anonymously: nobody claims it later.
+    anonymous = make_task("anonymous")
+    await store.save_task(agent_id, anonymous)
+    await store.save_task(agent_id, anonymous, [snapshot_event(1, anonymous)], owner="bob")
+    assert await store.get_task_record(agent_id, anonymous.id) == StoredTask(anonymous, 1, None)
+
+    # A rejected save does not record an owner either.
+    refused = make_task("refused")
+    with pytest.raises(LogConflictError):
+        await store.save_task(agent_id, refused, [snapshot_event(2, refused)], owner="eve")
+    assert await store.get_task_record(agent_id, refused.id) is None
+
+    # The id of a deleted task, used again, is a new task with the new creator.
+    assert await store.delete_task(agent_id, task.id) is True
+    await store.save_task(agent_id, task, [snapshot_event(1, task)], owner="carol")
+    assert await store.get_task_record(agent_id, task.id) == StoredTask(task, 1, "carol")
+
+
+async def test_list_filters_by_owner(store: Store, agent_id: str) -> None:
+    created = [
+        ("a1", "ctx-a", TaskState.WORKING, "alice"),
+        ("b1", "ctx-a", TaskState.WORKING, "bob"),
+        ("a2", "ctx-b", TaskState.COMPLETED, "alice"),
+        ("n1", "ctx-a", TaskState.COMPLETED, None),
+        ("a3", "ctx-a", TaskState.COMPLETED, "alice"),
+    ]
+    for task_id, context_id, state, owner in created:
+        await store.save_task(agent_id, make_task(task_id, context_id, state), owner=owner)
+        await tick()
+
+    async def ids(query: TaskQuery) -> tuple[list[str], int]:
+        page = await store.list_tasks(agent_id, query)
+        return [t.id for t in page.tasks], page.total_size
+
+    assert await ids(TaskQuery()) == (["a3", "n1", "a2", "b1", "a1"], 5)
+    assert await ids(TaskQuery(owner="alice")) == (["a3", "a2", "a1"], 3)
+    assert await ids(TaskQuery(owner="bob")) == (["b1"], 1)
+    assert await ids(TaskQuery(owner="nobody")) == ([], 0)
+    assert await ids(TaskQuery(owner="alice", context_id="ctx-a")) == (["a3", "a1"], 2)
+    completed = TaskState.COMPLETED
+    assert await ids(TaskQuery(owner="alice", state=completed)) == (["a3", "a2"], 2)
+    assert await ids(TaskQuery(owner="alice", context_id="ctx-a", state=completed)) == (
+        ["a3"],
+        1,
+    )
+    assert await ids(TaskQuery(owner="bob", state=completed)) == ([], 0)
+
+    # A save by someone else moves the task to the front of its creator's list only.
+    await store.save_task(agent_id, make_task("a1", "ctx-a", TaskState.WORKING), owner="bob")
+    assert await ids(TaskQuery(owner="alice")) == (["a1", "a3", "a2"], 3)
+    assert await ids(TaskQuery(owner="bob")) == (["b1"], 1)
+
+    # Paging through one owner's tasks yields each once, in order.
+    collected: list[str] = []
+    query = TaskQuery(owner="alice", page_size=1)
+    while True:
+        page = await store.list_tasks(agent_id, query)
+        assert page.total_size == 3
+        collected += [t.id for t in page.tasks]
+        if not page.next_page_token:
+            break
+        assert len(collected) < 3, "paging does not end"
+        query = TaskQuery(owner="alice", page_size=1, page_token=page.next_page_token)
+    assert collected == ["a1", "a3", "a2"]
+
+    # Deleted tasks leave their owner's list.
+    assert await store.delete_task(agent_id, "a3") is True
+    assert await ids(TaskQuery(owner="alice")) == (["a1", "a2"], 2)
+
+
 # --- delete ----------------------------------------------------------------------------
 
 
@@ -533,12 +669,14 @@ async def test_data_survives_close_and_reopen(
         pytest.skip(f"{backend.name} keeps nothing once closed")
     task = rich_task()
     events = [snapshot_event(1, task), status_event(2, task, TaskState.COMPLETED)]
-    await store.save_task(agent_id, task, events)
+    await store.save_task(agent_id, task, events, owner="tester")
     await store.set_push_config(agent_id, task.id, push_config("c1"))
     await store.close()
 
     reopened = await harness.open()
     assert await reopened.get_task(agent_id, task.id) == task
+    assert await reopened.get_task_record(agent_id, task.id) == StoredTask(task, 2, "tester")
+    assert (await reopened.list_tasks(agent_id, TaskQuery(owner="tester"))).tasks == [task]
     assert await reopened.read_events(agent_id, task.id) == events
     assert await reopened.last_seq(agent_id, task.id) == 2
     assert await reopened.list_push_configs(agent_id, task.id) == [push_config("c1")]

@@ -16,13 +16,14 @@ import pytest
 
 from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
 from a2a_hub.protocol.types import TaskState
-from a2a_hub.stores import TaskQuery, open_store
+from a2a_hub.stores import LogConflictError, StoredTask, TaskQuery, open_store
 
 from .conftest import IN_CI, redis_test_url
 from .test_contract import make_task, push_config, snapshot_event, status_event, with_state
 
 try:
-    from a2a_hub.stores.redis import RedisOptions, RedisStore, _Script
+    from a2a_hub.stores.redis import RedisOptions, RedisStore
+    from a2a_hub.stores.redis.scripts import LuaScript
 except ImportError as exc:  # pragma: no cover - depends on the environment
     if IN_CI:
         raise
@@ -218,6 +219,34 @@ async def test_expired_tasks_leave_the_indexes(open_redis: OpenRedis) -> None:
     assert (await store.list_tasks(agent, TaskQuery(context_id="ctx"))).total_size == 1
 
 
+async def test_expired_and_deleted_tasks_leave_the_owner_index(open_redis: OpenRedis) -> None:
+    store = await open_redis(task_ttl=0.3, history_ttl=0.3, push_ttl=0.3)
+    agent = "agent"
+    k = store.keys(agent)
+    gone, kept, deleted = make_task("gone"), make_task("kept"), make_task("deleted")
+    for task in (gone, kept, deleted):
+        await store.save_task(agent, task, [snapshot_event(1, task)], owner="alice")
+    await store.save_task(
+        agent, with_state(gone, TaskState.COMPLETED), [status_event(2, gone, TaskState.COMPLETED)]
+    )
+    assert await store.client.hget(k.ended_owner, gone.id) == b"alice"
+    assert (await store.list_tasks(agent, TaskQuery(owner="alice"))).total_size == 3
+
+    assert await store.delete_task(agent, deleted.id) is True
+    await asyncio.sleep(0.45)
+    page = await store.list_tasks(agent, TaskQuery(owner="alice"))
+    assert ([t.id for t in page.tasks], page.total_size) == (["kept"], 1)
+    assert await store.client.zrange(k.owner("alice"), 0, -1) == [b"kept"]
+    assert not await store.client.exists(k.ended_owner)
+
+    # The id of the expired task, used again, is a new task with its new creator.
+    again = make_task("gone")
+    await store.save_task(agent, again, [snapshot_event(1, again)], owner="bob")
+    assert await store.get_task_record(agent, "gone") == StoredTask(again, 1, "bob")
+    assert (await store.list_tasks(agent, TaskQuery(owner="alice"))).total_size == 1
+    assert [t.id for t in (await store.list_tasks(agent, TaskQuery(owner="bob"))).tasks] == ["gone"]
+
+
 async def test_logs_expire_after_history_ttl(open_redis: OpenRedis) -> None:
     store = await open_redis(task_ttl=0.2, history_ttl=0.3, push_ttl=0.1)
     task = make_task(state=TaskState.COMPLETED)
@@ -280,7 +309,7 @@ async def test_ids_with_separators_never_share_keys(open_redis: OpenRedis) -> No
 async def test_delete_leaves_no_keys(open_redis: OpenRedis) -> None:
     store = await open_redis()
     task = make_task()
-    await store.save_task("agent", task, [snapshot_event(1, task)])
+    await store.save_task("agent", task, [snapshot_event(1, task)], owner="alice")
     await store.set_push_config("agent", task.id, push_config("c1"))
     done = with_state(task, TaskState.COMPLETED)
     await store.save_task("agent", done, [status_event(2, task, TaskState.COMPLETED)])
@@ -296,11 +325,11 @@ async def test_equal_updated_at_pages_by_task_id(
     open_redis: OpenRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = await open_redis()
-    monkeypatch.setattr("a2a_hub.stores.redis.now", lambda: 1_700_000_000.25)
+    monkeypatch.setattr("a2a_hub.stores.redis.store.now", lambda: 1_700_000_000.25)
     for i in range(7):
         state = TaskState.WORKING if i % 2 else TaskState.SUBMITTED
         await store.save_task("agent", make_task(f"t{i}", context_id="ctx", state=state))
-    monkeypatch.setattr("a2a_hub.stores.redis.now", lambda: 1_600_000_000.5)
+    monkeypatch.setattr("a2a_hub.stores.redis.store.now", lambda: 1_600_000_000.5)
     await store.save_task("agent", make_task("older", context_id="ctx", state=TaskState.WORKING))
 
     async def walk(query: TaskQuery) -> list[str]:
@@ -342,7 +371,7 @@ async def test_instances_race_for_the_same_seq(open_redis: OpenRedis) -> None:
     ]
     results = await asyncio.gather(*attempts, return_exceptions=True)
     assert sum(r is None for r in results) == 1
-    assert all(isinstance(r, ValueError) for r in results if r is not None)
+    assert all(isinstance(r, LogConflictError) for r in results if r is not None)
     assert await second.last_seq("agent", task.id) == 2
 
 
@@ -350,6 +379,6 @@ async def test_scripts_are_loaded_again_when_the_server_forgot_them(
     open_redis: OpenRedis,
 ) -> None:
     store = await open_redis()
-    script = _Script(f"return '{store.prefix}'")  # never loaded: NOSCRIPT, then loaded
+    script = LuaScript(f"return '{store.prefix}'")  # never loaded: NOSCRIPT, then loaded
     assert await script(store.client, (), ()) == store.prefix.encode()
     assert await script(store.client, (), ()) == store.prefix.encode()

@@ -7,16 +7,23 @@
                           (``pip install 'a2a-hub[postgres]'``)
 ``redis://…``             :class:`~a2a_hub.stores.redis.RedisStore`, redis-py
 ``rediss://…``            (``pip install 'a2a-hub[redis]'``); TTLs and key
-                          prefix as query options, see that module
+                          prefix as query options, see
+                          :mod:`a2a_hub.stores.redis.store`
 ========================  =============================================
+
+One package per server backend: :mod:`a2a_hub.stores.sql` and
+:mod:`a2a_hub.stores.redis`, each with its store, its coordinator and, below
+both, its schema or key names.
 """
 
 from __future__ import annotations
 
 from a2a_hub.stores.base import (
     EventLog,
+    LogConflictError,
     PushConfigStore,
     Store,
+    StoredTask,
     TaskEvent,
     TaskPage,
     TaskQuery,
@@ -29,9 +36,11 @@ from a2a_hub.stores.memory import MemoryStore
 __all__ = [
     "SUPPORTED_SCHEMES",
     "EventLog",
+    "LogConflictError",
     "MemoryStore",
     "PushConfigStore",
     "Store",
+    "StoredTask",
     "TaskEvent",
     "TaskPage",
     "TaskQuery",

@@ -1,8 +1,8 @@
 """Abstract storage interfaces: tasks, their event logs, push configs.
 
-Every backend (``memory``, ``sql`` for SQLite and PostgreSQL, and later
-``redis``) implements :class:`Store`, and one contract test suite runs the same
-test bodies against all of them.
+Every backend (``memory``, ``sql`` for SQLite and PostgreSQL, and ``redis``)
+implements :class:`Store`, and one contract test suite runs the same test bodies
+against all of them.
 
 Rules every backend keeps:
 
@@ -13,7 +13,10 @@ Rules every backend keeps:
 * Values returned are independent copies: mutating them never changes what is
   stored (the memory backend copies on the way in and out to keep that true).
 * ``save`` writes the task snapshot and appends its new events in one atomic
-  step, so the snapshot is always the fold of the stored log.
+  step, so the snapshot is always the fold of the stored log; events that do
+  not continue the log raise :class:`LogConflictError` (checked by
+  :func:`check_events` / :func:`check_continues`, worded by :func:`log_conflict`).
+* A task's owner is recorded by its first save and never changes.
 * A backend that cannot reach its server raises
   :class:`~a2a_hub.protocol.errors.StoreUnavailableError`.
 """
@@ -43,9 +46,12 @@ __all__ = [
     "TaskPage",
     "TaskQuery",
     "TaskStore",
+    "check_continues",
+    "check_events",
     "decode_page_token",
     "encode_page_token",
     "guarded",
+    "log_conflict",
     "unavailable_error",
 ]
 
@@ -69,6 +75,42 @@ class TaskEvent(msgspec.Struct, frozen=True):
 
     seq: int
     event: StreamResponse
+
+
+def log_conflict(task_id: str, first: int, stored: int | None) -> LogConflictError:
+    """The error for a save whose events start at ``first`` when the stored log of
+    ``task_id`` ends at ``stored`` (``None``: not known, but past ``first``); one wording
+    for every backend."""
+    where = "its log already holds it" if stored is None else f"the last stored seq is {stored}"
+    return LogConflictError(
+        f"event seq {first} does not continue the log of task {task_id} ({where}): "
+        "another writer moved it on"
+    )
+
+
+def check_events(task_id: str, events: Sequence[TaskEvent]) -> None:
+    """Check what a save's events say by themselves: sequence numbers from 1 up, without
+    gaps.  Raises :class:`LogConflictError` (the store is not asked)."""
+    if not events:
+        return
+    first = events[0].seq
+    if first < 1:
+        raise LogConflictError(
+            f"event seq {first} of task {task_id} is not positive; sequence numbers start at 1"
+        )
+    for offset, ev in enumerate(events):
+        if ev.seq != first + offset:
+            raise LogConflictError(
+                f"event seq {ev.seq} of task {task_id} does not follow {first + offset - 1}"
+            )
+
+
+def check_continues(task_id: str, events: Sequence[TaskEvent], last_stored: int) -> None:
+    """Check that ``events`` continue a log whose last stored seq is ``last_stored``
+    (backends that read it first); raises :class:`LogConflictError`."""
+    check_events(task_id, events)
+    if events and events[0].seq != last_stored + 1:
+        raise log_conflict(task_id, events[0].seq, last_stored)
 
 
 class StoredTask(NamedTuple):
@@ -202,8 +244,9 @@ class TaskStore(ABC):
         changed by later saves.
 
         ``events`` must continue the log: their ``seq`` values follow the last
-        stored one without gaps.  Events that do not (a gap, a duplicate) raise
-        ``ValueError`` and the whole save changes nothing.
+        stored one without gaps.  Events that do not (a gap, a duplicate: another
+        writer moved the log on) raise :class:`LogConflictError` and the whole save
+        changes nothing.
         """
 
     @abstractmethod

@@ -20,6 +20,7 @@ from a2a_hub.stores.base import (
     TaskEvent,
     TaskPage,
     TaskQuery,
+    check_continues,
     decode_page_token,
     encode_page_token,
     now,
@@ -42,6 +43,7 @@ class _Entry(NamedTuple):
     state: str
     updated_at: float
     events: tuple[bytes, ...] = ()
+    owner: str | None = None
 
 
 class MemoryStore(Store):
@@ -58,9 +60,9 @@ class MemoryStore(Store):
 
     async def get_task_record(self, agent_id: str, task_id: str) -> StoredTask | None:
         entry = self._tasks.get((agent_id, task_id))
-        return (
-            None if entry is None else StoredTask(_task_dec.decode(entry.task), len(entry.events))
-        )
+        if entry is None:
+            return None
+        return StoredTask(_task_dec.decode(entry.task), len(entry.events), entry.owner)
 
     async def save_task(
         self,
@@ -73,21 +75,27 @@ class MemoryStore(Store):
         key = (agent_id, task.id)
         entry = self._tasks.get(key)
         last = len(entry.events) if entry else 0
-        for offset, ev in enumerate(events, start=1):
-            if ev.seq != last + offset:
-                raise ValueError(f"event seq {ev.seq} does not follow {last + offset - 1}")
+        check_continues(task.id, events, last)
         blob = _enc.encode(task)
         stamp = max(now(), entry.updated_at) if entry else now()
         logged = entry.events if entry else ()
         if events:
             logged = (*logged, *(_enc.encode(ev) for ev in events))
-        self._tasks[key] = _Entry(blob, task.context_id, task.status.state.value, stamp, logged)
+        self._tasks[key] = _Entry(
+            blob,
+            task.context_id,
+            task.status.state.value,
+            stamp,
+            logged,
+            entry.owner if entry else owner,  # recorded at creation, never changed
+        )
 
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
         rows = [
             (entry.updated_at, task_id, entry)
-            for (owner, task_id), entry in self._tasks.items()
-            if owner == agent_id
+            for (agent, task_id), entry in self._tasks.items()
+            if agent == agent_id
+            and (query.owner is None or entry.owner == query.owner)
             and (query.context_id is None or entry.context_id == query.context_id)
             and (query.state is None or entry.state == query.state.value)
             and (query.updated_after is None or entry.updated_at >= query.updated_after)

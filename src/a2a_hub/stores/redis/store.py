@@ -31,27 +31,32 @@ Needs Redis 6.2 or later (``ZRANGE … BYSCORE REV``, exclusive ``XRANGE``).
 A TTL of ``0`` means "keep forever"; all three are seconds (fractions allowed)
 counted from the same moment, the Redis server's clock when the task ended.
 
-Keys (all built by :class:`RedisKeys`; ``P`` is the prefix, ``{A}`` the escaped agent id, the
-``{…}`` braces make it a Redis Cluster hash tag, so everything one script
+Keys (all built by :class:`~.keys.RedisKeys`; ``P`` is the prefix, ``{A}`` the escaped
+agent id, the ``{…}`` braces make it a Redis Cluster hash tag, so everything one script
 touches lives in one slot):
 
 =================================  ==================================================
 ``P:{A}:task:<task_id>``           hash: ``d`` snapshot (msgspec JSON), ``seq`` last
                                    event seq, ``ctx``, ``state``, ``upd`` updated_at,
-                                   ``end`` ended-at (server ms, ended tasks only)
+                                   ``end`` ended-at (server ms, ended tasks only),
+                                   ``owner`` (set at creation, only if it has one)
 ``P:{A}:events:<task_id>``         stream: entry ``0-<seq>``, field ``d`` = the event
 ``P:{A}:push:<task_id>``           hash: ``c:<config_id>`` = ``"<order> <json>"``,
                                    ``#`` = the creation-order counter
 ``P:{A}:tasks``                    zset of task ids, score updated_at (newest first)
 ``P:{A}:ctx:<context_id>``         the same, per context
 ``P:{A}:state:<state>``            the same, per state
+``P:{A}:owner:<owner>``            the same, per owner (``TaskQuery.owner``)
 ``P:{A}:expiring``                 zset of ended task ids, score = expiry (server ms)
 ``P:{A}:ended``                    hash: ended task id -> ``"<state>\\n<context>"``,
                                    what is needed to unindex it once its hash expired
+``P:{A}:ended-owner``              hash: ended task id -> its owner (owned tasks only),
+                                   the same for the owner index
 ``P:{A}:tmp:<uuid>``               scratch intersection inside one list script
 =================================  ==================================================
 
-Writes go through Lua scripts (loaded once by :meth:`RedisStore.open`, run with
+Writes go through Lua scripts (the ``.lua`` files of this package, read once
+by :mod:`.scripts`, loaded into the server by :meth:`RedisStore.open`, run with
 ``EVALSHA``), so each is atomic and one round trip: ``save_task`` checks that the
 events continue the log, writes the snapshot, ``XADD``\\ s the events, moves the
 index entries and sets or clears the TTLs.  Index entries of expired tasks are
@@ -59,12 +64,12 @@ removed lazily: every save sweeps a few due members of ``expiring``, every list
 sweeps up to a thousand, and a listed member whose task hash is gone is dropped
 on sight — the indexes never grow beyond the live tasks.
 
-Reads are one command each: ``get_task`` is ``HGET``, ``get_task_at`` one
-``HMGET`` of the snapshot and ``seq`` (atomic), ``read_events`` is
+Reads are one command each: ``get_task`` is ``HGET``, ``get_task_record`` one
+``HMGET`` of the snapshot, ``seq`` and ``owner`` (atomic), ``read_events`` is
 ``XRANGE events (0-<after> + COUNT <limit>``, so any instance resumes a log from
 a sequence number.  ``list_tasks`` is one script: newest first by updated_at,
 then task id descending; it reads the zset of the filter (all / context /
-state, or the ``ZINTERSTORE`` of context and state) with keyset paging, the
+state / owner, or the ``ZINTERSTORE`` of several) with keyset paging, the
 members tied on the cursor's score resolved by task id.
 
 Errors: a server that cannot be reached raises
@@ -75,10 +80,7 @@ its password); a missing ``redis`` package raises :class:`ImportError` naming
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import math
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -104,15 +106,20 @@ from a2a_hub.stores.base import (
     TaskEvent,
     TaskPage,
     TaskQuery,
+    check_events,
     decode_page_token,
     encode_page_token,
     guarded,
+    log_conflict,
     now,
     unavailable_error,
 )
 from a2a_hub.stores.coordinator import Coordinator
+from a2a_hub.stores.redis import scripts
+from a2a_hub.stores.redis.coordinator import RedisCoordinator
+from a2a_hub.stores.redis.keys import ClusterKeys, RedisKeys, keys_for
 
-__all__ = ["RedisKeys", "RedisOptions", "RedisStore"]
+__all__ = ["RedisOptions", "RedisStore"]
 
 REDIS_HINT = "pip install 'a2a-hub[redis]'"
 MIN_REDIS_VERSION = (6, 2)
@@ -121,16 +128,13 @@ DEFAULT_TASK_TTL = 3600.0
 DEFAULT_HISTORY_TTL = 86400.0
 DEFAULT_PUSH_TTL = 3600.0
 
-_SAVE_SWEEP = 16  # due index entries removed by each save
-_LIST_SWEEP = 1000  # ... and by each list
-
 _enc = msgspec.json.Encoder()
 _task_dec = msgspec.json.Decoder(Task)
 _event_dec = msgspec.json.Decoder(StreamResponse)
 _push_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
 
 
-# --- options and key names -------------------------------------------------------------
+# --- options ----------------------------------------------------------------------------
 
 
 def _ttl(name: str, raw: str | None, default: float) -> float:
@@ -199,286 +203,6 @@ class RedisOptions:
         return cls(connect_url, safe_url, prefix, task_ttl, history_ttl, push_ttl)
 
 
-def _escape_agent(agent_id: str) -> str:
-    # Injective, and free of braces: the agent id is the Cluster hash tag of its keys.
-    return agent_id.replace("%", "%25").replace("{", "%7B").replace("}", "%7D")
-
-
-class RedisKeys:
-    """Every key name of one agent's data: the one place they are built.
-
-    The per-task and per-context/state names are ``<kind prefix><raw id>``; the
-    Lua scripts build them the same way from the prefixes passed to them.  The
-    raw id is the last part of the name and every kind prefix ends in ``:``
-    after a fixed word, so distinct ids never share a key.
-    """
-
-    __slots__ = (
-        "context_prefix",
-        "ended",
-        "events_prefix",
-        "expiring",
-        "push_prefix",
-        "state_prefix",
-        "task_prefix",
-        "tasks",
-        "tmp_prefix",
-    )
-
-    def __init__(self, prefix: str, agent_id: str) -> None:
-        base = f"{prefix}:{{{_escape_agent(agent_id)}}}:"
-        self.tasks = base + "tasks"
-        self.expiring = base + "expiring"
-        self.ended = base + "ended"
-        self.task_prefix = base + "task:"
-        self.events_prefix = base + "events:"
-        self.push_prefix = base + "push:"
-        self.context_prefix = base + "ctx:"
-        self.state_prefix = base + "state:"
-        self.tmp_prefix = base + "tmp:"
-
-    def task(self, task_id: str) -> str:
-        return self.task_prefix + task_id
-
-    def events(self, task_id: str) -> str:
-        return self.events_prefix + task_id
-
-    def push(self, task_id: str) -> str:
-        return self.push_prefix + task_id
-
-    def context(self, context_id: str) -> str:
-        return self.context_prefix + context_id
-
-    def state(self, state: str) -> str:
-        return self.state_prefix + state
-
-    def scratch(self) -> str:
-        return self.tmp_prefix + uuid.uuid4().hex
-
-
-@functools.lru_cache(maxsize=4096)
-def _keys(prefix: str, agent_id: str) -> RedisKeys:
-    return RedisKeys(prefix, agent_id)
-
-
-# --- Lua -------------------------------------------------------------------------------
-
-# Helpers shared by the scripts.  ``forget`` removes a task id from every index,
-# using what ``ended`` recorded about it (its state and context), since the task
-# hash itself may already have expired.
-_LUA_COMMON = """
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local function forget(id, all, expiring, ended, ctx_prefix, state_prefix)
-  local info = redis.call('HGET', ended, id)
-  if info then
-    local nl = string.find(info, '\\n', 1, true)
-    redis.call('ZREM', state_prefix .. string.sub(info, 1, nl - 1), id)
-    redis.call('ZREM', ctx_prefix .. string.sub(info, nl + 1), id)
-    redis.call('HDEL', ended, id)
-  end
-  redis.call('ZREM', all, id)
-  redis.call('ZREM', expiring, id)
-end
-local function sweep(limit, all, expiring, ended, ctx_prefix, state_prefix)
-  local due = redis.call('ZRANGEBYSCORE', expiring, '-inf', now_ms(), 'LIMIT', 0, limit)
-  for _, id in ipairs(due) do
-    forget(id, all, expiring, ended, ctx_prefix, state_prefix)
-  end
-end
-"""
-
-# KEYS: task, events, push, tasks index, context index, state index, expiring, ended
-# ARGV: task id, snapshot, context id, state, updated_at, terminal (1/0),
-#       task/history/push TTL (ms, 0 = forever), context prefix, state prefix,
-#       seq of the first event (0: none), event payloads...
-# Returns {1, last seq} or, when the events do not continue the log, {0, stored last seq}.
-_SAVE = """
-local task, stream, push, all = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local ctx_index, state_index, expiring, ended = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local id, data, ctx, state, updated = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local task_ttl, history_ttl, push_ttl = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local ctx_prefix, state_prefix = ARGV[10], ARGV[11]
-local first, count = tonumber(ARGV[12]), #ARGV - 12
-
-sweep(SWEEP_LIMIT, all, expiring, ended, ctx_prefix, state_prefix)
-local cur = redis.call('HMGET', task, 'seq', 'ctx', 'state', 'upd', 'end')
-local last = tonumber(cur[1] or '0')
-if count > 0 and first ~= last + 1 then
-  return {0, last}
-end
-if not cur[1] then
-  -- a new task, or the id of an expired one: drop whatever is left of that one
-  forget(id, all, expiring, ended, ctx_prefix, state_prefix)
-  redis.call('DEL', stream, push)
-else
-  if cur[2] ~= ctx then redis.call('ZREM', ctx_prefix .. cur[2], id) end
-  if cur[3] ~= state then redis.call('ZREM', state_prefix .. cur[3], id) end
-  -- updated_at never goes back, even if a client clock does
-  if tonumber(cur[4]) > tonumber(updated) then updated = cur[4] end
-end
-for i = 1, count do
-  redis.call('XADD', stream, string.format('0-%d', first + i - 1), 'd', ARGV[12 + i])
-end
-if count > 0 then last = first + count - 1 end
-redis.call('HSET', task, 'd', data, 'seq', last, 'ctx', ctx, 'state', state, 'upd', updated)
-redis.call('ZADD', all, updated, id)
-redis.call('ZADD', ctx_index, updated, id)
-redis.call('ZADD', state_index, updated, id)
-if ARGV[6] == '1' then
-  local ended_at = tonumber(cur[5] or '0')
-  if not cur[5] then
-    ended_at = now_ms()
-    redis.call('HSET', task, 'end', ended_at)
-  end
-  if task_ttl > 0 then
-    redis.call('PEXPIREAT', task, ended_at + task_ttl)
-    redis.call('ZADD', expiring, ended_at + task_ttl, id)
-    redis.call('HSET', ended, id, state .. '\\n' .. ctx)
-  end
-  if history_ttl > 0 then redis.call('PEXPIREAT', stream, ended_at + history_ttl) end
-  if push_ttl > 0 then redis.call('PEXPIREAT', push, ended_at + push_ttl) end
-elseif cur[5] then
-  -- no longer ended: keep it forever again
-  redis.call('HDEL', task, 'end')
-  redis.call('PERSIST', task)
-  redis.call('PERSIST', stream)
-  redis.call('PERSIST', push)
-  redis.call('ZREM', expiring, id)
-  redis.call('HDEL', ended, id)
-end
-return {1, last}
-""".replace("SWEEP_LIMIT", str(_SAVE_SWEEP))
-
-# KEYS: tasks index, expiring, ended, source index, second index (= source: none), scratch
-# ARGV: context prefix, state prefix, task prefix, lowest score ('-inf'), cursor score
-#       ('' on the first page), '1' to read the ties of the cursor score, limit
-# Returns {total, ties, tie id, tie data, ..., id, score, data, ...}: the members
-# with exactly the cursor score (the caller keeps those whose id is below the
-# cursor's), then at most ``limit`` members below the cursor score, newest first.
-_LIST = """
-local all, expiring, ended, src = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local ctx_prefix, state_prefix, task_prefix = ARGV[1], ARGV[2], ARGV[3]
-local lo, cursor, limit = ARGV[4], ARGV[5], tonumber(ARGV[7])
-
-sweep(SWEEP_LIMIT, all, expiring, ended, ctx_prefix, state_prefix)
-if KEYS[5] ~= src then
-  redis.call('ZINTERSTORE', KEYS[6], 2, src, KEYS[5], 'AGGREGATE', 'MAX')
-  src = KEYS[6]
-end
-local total = redis.call('ZCOUNT', src, lo, '+inf')
-local out = {0, 0}
-local function fetch(id)
-  local d = redis.call('HGET', task_prefix .. id, 'd')
-  if not d then  -- expired before the sweep got to it
-    forget(id, all, expiring, ended, ctx_prefix, state_prefix)
-    redis.call('ZREM', src, id)
-    total = total - 1
-  end
-  return d
-end
-local ties = 0
-if ARGV[6] == '1' then
-  for _, id in ipairs(redis.call('ZRANGE', src, cursor, cursor, 'BYSCORE')) do
-    local d = fetch(id)
-    if d then
-      out[#out + 1] = id
-      out[#out + 1] = d
-      ties = ties + 1
-    end
-  end
-end
-local hi = '+inf'
-if cursor ~= '' then hi = '(' .. cursor end
-local kept = 0
-while kept < limit do
-  local batch = redis.call(
-    'ZRANGE', src, hi, lo, 'BYSCORE', 'REV', 'LIMIT', kept, limit - kept, 'WITHSCORES')
-  if #batch == 0 then break end
-  for i = 1, #batch, 2 do
-    local d = fetch(batch[i])
-    if d then
-      out[#out + 1] = batch[i]
-      out[#out + 1] = batch[i + 1]
-      out[#out + 1] = d
-      kept = kept + 1
-    end
-  end
-end
-if src ~= KEYS[4] then redis.call('DEL', src) end
-out[1] = total
-out[2] = ties
-return out
-""".replace("SWEEP_LIMIT", str(_LIST_SWEEP))
-
-# KEYS: task, events, push, tasks index, expiring, ended
-# ARGV: task id, context prefix, state prefix.  Returns 1 if the task existed.
-_DELETE = """
-local cur = redis.call('HMGET', KEYS[1], 'ctx', 'state')
-if cur[1] then redis.call('ZREM', ARGV[2] .. cur[1], ARGV[1]) end
-if cur[2] then redis.call('ZREM', ARGV[3] .. cur[2], ARGV[1]) end
-forget(ARGV[1], KEYS[4], KEYS[5], KEYS[6], ARGV[2], ARGV[3])
-local existed = redis.call('DEL', KEYS[1])
-redis.call('DEL', KEYS[2], KEYS[3])
-return existed
-"""
-
-# KEYS: task, push.  ARGV: field ('c:<config id>'), config, push TTL (ms, 0 = forever).
-# Returns 0 if the task does not exist.
-_SET_PUSH = """
-local cur = redis.call('HMGET', KEYS[1], 'seq', 'end')
-if not cur[1] then return 0 end
-local old = redis.call('HGET', KEYS[2], ARGV[1])
-local order
-if old then
-  order = string.sub(old, 1, string.find(old, ' ', 1, true) - 1)
-else
-  order = tostring(redis.call('HINCRBY', KEYS[2], '#', 1))
-end
-redis.call('HSET', KEYS[2], ARGV[1], order .. ' ' .. ARGV[2])
-local ttl = tonumber(ARGV[3])
-if cur[2] and ttl > 0 then redis.call('PEXPIREAT', KEYS[2], tonumber(cur[2]) + ttl) end
-return 1
-"""
-
-# KEYS: task, events.  The task's last seq; from the log once the snapshot expired.
-_LAST_SEQ = """
-local seq = redis.call('HGET', KEYS[1], 'seq')
-if seq then return tonumber(seq) end
-local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-if #top == 0 then return 0 end
-local id = top[1][1]
-return tonumber(string.sub(id, string.find(id, '-', 1, true) + 1))
-"""
-
-
-class _Script:
-    """A Lua script run by ``EVALSHA``, loaded again if the server forgot it."""
-
-    def __init__(self, body: str) -> None:
-        self.source = _LUA_COMMON + body
-        self.sha = hashlib.sha1(self.source.encode()).hexdigest()
-
-    async def __call__(
-        self, client: aioredis.Redis, keys: Sequence[str], args: Sequence[str | bytes | int]
-    ) -> Any:
-        try:
-            return await client.evalsha(self.sha, len(keys), *keys, *args)
-        except redis_exc.NoScriptError:  # a restarted or failed-over server
-            await client.script_load(self.source)
-            return await client.evalsha(self.sha, len(keys), *keys, *args)
-
-
-_SAVE_SCRIPT = _Script(_SAVE)
-_LIST_SCRIPT = _Script(_LIST)
-_DELETE_SCRIPT = _Script(_DELETE)
-_SET_PUSH_SCRIPT = _Script(_SET_PUSH)
-_LAST_SEQ_SCRIPT = _Script(_LAST_SEQ)
-_SCRIPTS = (_SAVE_SCRIPT, _LIST_SCRIPT, _DELETE_SCRIPT, _SET_PUSH_SCRIPT, _LAST_SEQ_SCRIPT)
-
-
 # --- helpers ---------------------------------------------------------------------------
 
 _UNREACHABLE = (
@@ -495,15 +219,6 @@ def _unreachable(exc: BaseException) -> bool:
 
 
 _guarded = guarded(_unreachable)
-
-
-def _check_events(events: Sequence[TaskEvent]) -> None:
-    first = events[0].seq
-    if first < 1:
-        raise ValueError(f"event seq {first} is not positive; sequence numbers start at 1")
-    for offset, ev in enumerate(events):
-        if ev.seq != first + offset:
-            raise ValueError(f"event seq {ev.seq} does not follow {first + offset - 1}")
 
 
 def _ms(seconds: float) -> int:
@@ -547,7 +262,7 @@ class RedisStore(Store):
             "socket_connect_timeout": 5.0,
             # A few quick retries (reconnecting after a server restart).  A save whose
             # reply was lost and that is sent again is refused as a duplicate
-            # (ValueError), as every backend refuses a replayed save.
+            # (LogConflictError), as every backend refuses a replayed save.
             "retry": Retry(EqualJitterBackoff(cap=0.2, base=0.01), 2),
             **client_options,
         }
@@ -557,9 +272,9 @@ class RedisStore(Store):
         return f"RedisStore({self.options.safe_url!r})"
 
     def _make_coordinator(self) -> Coordinator:
-        from a2a_hub.stores.redis_coordinator import RedisCoordinator
-
-        return RedisCoordinator(self)
+        return RedisCoordinator(
+            lambda: self.client, ClusterKeys(self.prefix), self.keys, self.options.safe_url
+        )
 
     def _unavailable(self, exc: BaseException) -> StoreUnavailableError:
         return unavailable_error(self.options.safe_url, exc)
@@ -573,7 +288,7 @@ class RedisStore(Store):
 
     def keys(self, agent_id: str) -> RedisKeys:
         """The key names of one agent's data."""
-        return _keys(self.prefix, agent_id)
+        return keys_for(self.prefix, agent_id)
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -585,7 +300,7 @@ class RedisStore(Store):
         try:
             async with client.pipeline(transaction=False) as pipe:
                 pipe.info("server")
-                for script in _SCRIPTS:
+                for script in scripts.STORE_SCRIPTS:
                     pipe.script_load(script.source)
                 info, *_ = await pipe.execute()
             version = str(info.get("redis_version", "0"))
@@ -628,8 +343,14 @@ class RedisStore(Store):
 
     @_guarded
     async def get_task_record(self, agent_id: str, task_id: str) -> StoredTask | None:
-        data, seq = await self.client.hmget(self.keys(agent_id).task(task_id), ["d", "seq"])
-        return None if data is None else StoredTask(_task_dec.decode(data), int(cast(bytes, seq)))
+        data, seq, owner = await self.client.hmget(
+            self.keys(agent_id).task(task_id), ["d", "seq", "owner"]
+        )
+        if data is None:
+            return None
+        return StoredTask(
+            _task_dec.decode(data), int(cast(bytes, seq)), None if owner is None else _text(owner)
+        )
 
     @_guarded
     async def save_task(
@@ -640,21 +361,19 @@ class RedisStore(Store):
         *,
         owner: str | None = None,
     ) -> None:
-        if events:
-            _check_events(events)
+        check_events(task.id, events)
         k = self.keys(agent_id)
         state = task.status.state
         keys = (
+            *k.common_keys,
             k.task(task.id),
             k.events(task.id),
             k.push(task.id),
-            k.tasks,
             k.context(task.context_id),
             k.state(state.value),
-            k.expiring,
-            k.ended,
         )
         args: list[str | bytes | int] = [
+            *k.common_args,
             task.id,
             _enc.encode(task),
             task.context_id,
@@ -664,40 +383,34 @@ class RedisStore(Store):
             self._task_ttl,
             self._history_ttl,
             self._push_ttl,
-            k.context_prefix,
-            k.state_prefix,
+            "" if owner is None else "=" + owner,
             events[0].seq if events else 0,
         ]
         args.extend(_enc.encode(e.event) for e in events)
-        ok, stored = await _SAVE_SCRIPT(self.client, keys, args)
+        ok, stored = await scripts.SAVE(self.client, keys, args)
         if not ok:
-            raise ValueError(
-                f"event seq {events[0].seq} does not follow the last stored seq {stored} "
-                f"of task {task.id}"
-            )
+            raise log_conflict(task.id, events[0].seq, int(stored))
 
     @_guarded
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
         cursor = decode_page_token(query.page_token) if query.page_token else None
         k = self.keys(agent_id)
-        source, second = k.tasks, k.tasks
-        if query.context_id is not None:
-            source = second = k.context(query.context_id)
-        if query.state is not None:
-            second = k.state(query.state.value)
-            if query.context_id is None:
-                source = second
+        indexes = [
+            k.context(query.context_id) if query.context_id is not None else None,
+            k.state(query.state.value) if query.state is not None else None,
+            k.owner(query.owner) if query.owner is not None else None,
+        ]
+        sources = [index for index in indexes if index is not None] or [k.tasks]
         lowest = "-inf" if query.updated_after is None else repr(float(query.updated_after))
         ties = cursor is not None and (
             query.updated_after is None or cursor[0] >= query.updated_after
         )
         size = max(query.page_size, 0)
-        reply = await _LIST_SCRIPT(
+        reply = await scripts.LIST(
             self.client,
-            (k.tasks, k.expiring, k.ended, source, second, k.scratch()),
+            (*k.common_keys, k.scratch(), *sources),
             (
-                k.context_prefix,
-                k.state_prefix,
+                *k.common_args,
                 k.task_prefix,
                 lowest,
                 "" if cursor is None else repr(cursor[0]),
@@ -730,10 +443,10 @@ class RedisStore(Store):
     @_guarded
     async def delete_task(self, agent_id: str, task_id: str) -> bool:
         k = self.keys(agent_id)
-        existed = await _DELETE_SCRIPT(
+        existed = await scripts.DELETE(
             self.client,
-            (k.task(task_id), k.events(task_id), k.push(task_id), k.tasks, k.expiring, k.ended),
-            (task_id, k.context_prefix, k.state_prefix),
+            (*k.common_keys, k.task(task_id), k.events(task_id), k.push(task_id)),
+            (*k.common_args, task_id),
         )
         return bool(existed)
 
@@ -762,7 +475,7 @@ class RedisStore(Store):
     @_guarded
     async def last_seq(self, agent_id: str, task_id: str) -> int:
         k = self.keys(agent_id)
-        return int(await _LAST_SEQ_SCRIPT(self.client, (k.task(task_id), k.events(task_id)), ()))
+        return int(await scripts.LAST_SEQ(self.client, (k.task(task_id), k.events(task_id)), ()))
 
     # --- push configs ------------------------------------------------------------------
 
@@ -771,7 +484,7 @@ class RedisStore(Store):
         self, agent_id: str, task_id: str, config: TaskPushNotificationConfig
     ) -> None:
         k = self.keys(agent_id)
-        found = await _SET_PUSH_SCRIPT(
+        found = await scripts.SET_PUSH(
             self.client,
             (k.task(task_id), k.push(task_id)),
             ("c:" + (config.id or task_id), _enc.encode(config), self._push_ttl),

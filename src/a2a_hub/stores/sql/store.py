@@ -6,33 +6,31 @@ msgspec JSON blobs next to the few columns that are queried.
 
 ``a2a_tasks.last_seq`` mirrors the highest event ``seq`` of the task, so that
 :meth:`SqlStore.save_task` checks that new events continue the log with a
-conditional write instead of an extra read: one transaction, two statements.
+conditional write instead of an extra read.  Saves are group-committed: on
+SQLite through one writer thread (:mod:`.sqlite_writer`), on PostgreSQL as one
+function call per batch (:mod:`.pg_writer`), one round trip and one commit for
+every save waiting at that moment.  PostgreSQL reads run in autocommit: one
+round trip each, no BEGIN/ROLLBACK around them.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from sqlalchemy import (
-    Column,
     Double,
-    ForeignKeyConstraint,
-    Index,
     Integer,
     LargeBinary,
-    MetaData,
     String,
-    Table,
     bindparam,
     delete,
     event,
     func,
     select,
-    text,
     tuple_,
     update,
 )
@@ -42,122 +40,46 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import AsyncAdaptedQueuePool
-from sqlalchemy.schema import CreateIndex, CreateTable
 from sqlalchemy.sql.elements import ColumnElement
 
 from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig
-from a2a_hub.stores._sqlite_writer import SqliteWriter
 from a2a_hub.stores.base import (
     Store,
     StoredTask,
     TaskEvent,
     TaskPage,
     TaskQuery,
+    check_events,
     decode_page_token,
     encode_page_token,
     guarded,
+    log_conflict,
     now,
     unavailable_error,
 )
 from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
+from a2a_hub.stores.sql.schema import (
+    EVENTS_CHANNEL,
+    events,
+    push_configs,
+    setup_schema,
+    tasks,
+)
+from a2a_hub.stores.sql.sqlite_writer import SqliteWriter
 
-__all__ = ["EVENTS_CHANNEL", "SCHEMA_VERSION", "SqlStore", "leases"]
+if TYPE_CHECKING:
+    from a2a_hub.stores.sql.pg_writer import PostgresWriter
 
-#: Version of the schema this code writes.  Bump it and add an entry to
-#: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
-SCHEMA_VERSION = 2
+__all__ = ["SqlStore"]
 
 _POSTGRES_HINT = "pip install 'a2a-hub[postgres]'"
 _SQLITE_BUSY_TIMEOUT_MS = 5000
-_PG_SCHEMA_LOCK = 0x0A2A_0B5C  # pg_advisory_xact_lock key serialising schema setup
 
 _enc = msgspec.json.Encoder()
 _task_dec = msgspec.json.Decoder(Task)
 _event_dec = msgspec.json.Decoder(StreamResponse)
 _push_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
-
-# --- schema ----------------------------------------------------------------------------
-
-metadata = MetaData()
-
-tasks = Table(
-    "a2a_tasks",
-    metadata,
-    Column("agent_id", String, primary_key=True),
-    Column("task_id", String, primary_key=True),
-    Column("context_id", String, nullable=False),
-    Column("state", String, nullable=False),
-    Column("updated_at", Double, nullable=False),
-    Column("last_seq", Integer, nullable=False),
-    Column("data", LargeBinary, nullable=False),
-)
-Index("ix_a2a_tasks_updated", tasks.c.agent_id, tasks.c.updated_at, tasks.c.task_id)
-Index("ix_a2a_tasks_context", tasks.c.agent_id, tasks.c.context_id, tasks.c.updated_at)
-
-events = Table(
-    "a2a_task_events",
-    metadata,
-    Column("agent_id", String, primary_key=True),
-    Column("task_id", String, primary_key=True),
-    Column("seq", Integer, primary_key=True),
-    Column("data", LargeBinary, nullable=False),
-    ForeignKeyConstraint(
-        ["agent_id", "task_id"], [tasks.c.agent_id, tasks.c.task_id], ondelete="CASCADE"
-    ),
-)
-
-push_configs = Table(
-    "a2a_push_configs",
-    metadata,
-    Column("agent_id", String, primary_key=True),
-    Column("task_id", String, primary_key=True),
-    Column("config_id", String, primary_key=True),
-    Column("created", Integer, nullable=False),  # creation order within the task
-    Column("data", LargeBinary, nullable=False),
-    ForeignKeyConstraint(
-        ["agent_id", "task_id"], [tasks.c.agent_id, tasks.c.task_id], ondelete="CASCADE"
-    ),
-)
-
-schema_version = Table(
-    "a2a_schema_version",
-    metadata,
-    Column("id", Integer, primary_key=True),  # always 1: a single row
-    Column("version", Integer, nullable=False),
-)
-
-leases = Table(
-    "a2a_leases",
-    metadata,
-    Column("agent_id", String, primary_key=True),
-    Column("task_id", String, primary_key=True),
-    Column("owner", String, nullable=False),
-    Column("expires_at", Double, nullable=False),
-)
-Index("ix_a2a_leases_owner", leases.c.owner)
-Index("ix_a2a_leases_expires", leases.c.expires_at)
-
-_DATA_TABLES = (tasks, events, push_configs, leases)
-
-
-async def _create(conn: AsyncConnection, table: Table) -> None:
-    await conn.execute(CreateTable(table, if_not_exists=True))
-    for index in sorted(table.indexes, key=lambda ix: str(ix.name)):
-        await conn.execute(CreateIndex(index, if_not_exists=True))
-
-
-async def _add_leases(conn: AsyncConnection) -> None:
-    """Version 2: leases of running tasks, for instances that share the store."""
-    await _create(conn, leases)
-
-
-# Upgrades, keyed by the version they produce; each runs inside the setup transaction.
-_MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {2: _add_leases}
-
-#: PostgreSQL NOTIFY channel announcing new events ("agent_id task_id seq").
-EVENTS_CHANNEL = "a2a_events"
-
 
 # --- statements ------------------------------------------------------------------------
 
@@ -167,9 +89,8 @@ _task_key = (tasks.c.agent_id == _agent, tasks.c.task_id == _task)
 _event_key = (events.c.agent_id == _agent, events.c.task_id == _task)
 _push_key = (push_configs.c.agent_id == _agent, push_configs.c.task_id == _task)
 
-_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 _GET_TASK = select(tasks.c.data).where(*_task_key)
-_GET_TASK_AT = select(tasks.c.data, tasks.c.last_seq).where(*_task_key)
+_GET_TASK_AT = select(tasks.c.data, tasks.c.last_seq, tasks.c.owner).where(*_task_key)
 _READ_EVENTS = (
     select(events.c.seq, events.c.data)
     .where(*_event_key, events.c.seq > bindparam("p_after", type_=Integer))
@@ -248,9 +169,6 @@ class _Statements:
             ],
             set_={"data": push_ins.excluded.data},
         )
-        self.insert_version = (
-            insert(schema_version).values(id=1, version=SCHEMA_VERSION).on_conflict_do_nothing()
-        )
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -298,6 +216,13 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.close()
 
 
+def _drop_closed_connections(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """A pooled connection the server closed meanwhile (a restart, a terminated backend) is
+    replaced at checkout, before anything is sent on it: no round trip, no failed request."""
+    if dbapi_connection.driver_connection.is_closed():
+        raise sa_exc.DisconnectionError("the server closed this pooled connection")
+
+
 def _skip_idle_rollbacks(engine: AsyncEngine) -> None:
     """Spare aiosqlite a thread round trip for each ROLLBACK that would do nothing.
 
@@ -319,15 +244,6 @@ def _skip_idle_rollbacks(engine: AsyncEngine) -> None:
     setattr(dialect, "do_rollback", do_rollback)  # noqa: B010 - per-engine override
 
 
-def _check_events(events: Sequence[TaskEvent]) -> None:
-    first = events[0].seq
-    if first < 1:
-        raise ValueError(f"event seq {first} is not positive; sequence numbers start at 1")
-    for offset, ev in enumerate(events):
-        if ev.seq != first + offset:
-            raise ValueError(f"event seq {ev.seq} does not follow {first + offset - 1}")
-
-
 # --- the store -------------------------------------------------------------------------
 
 
@@ -346,11 +262,12 @@ class SqlStore(Store):
         self._safe_url = make_url(url).render_as_string(hide_password=True)
         self._engine_options = dict(engine_options or {})
         self._engine: AsyncEngine | None = None
-        #: SQLite files: saves go through one writer thread in batches (group commit).
-        self._writer: SqliteWriter | None = None
+        #: Connections for reads: in autocommit on PostgreSQL (no BEGIN/ROLLBACK round trips).
+        self._reader: AsyncEngine | None = None
+        #: Saves in batches (group commit): a writer thread for SQLite files, one
+        #: function call per batch for PostgreSQL.
+        self._writer: SqliteWriter | PostgresWriter | None = None
         self._stmts = _Statements(self._dialect)
-        #: NOTIFY followers of new events (PostgreSQL; read by the coordinator).
-        self._notify_events = self._dialect == "postgresql"
         if self._dialect == "postgresql":
             try:
                 importlib.import_module("asyncpg")
@@ -364,9 +281,9 @@ class SqlStore(Store):
 
     def _make_coordinator(self) -> Coordinator:
         if self._dialect == "postgresql":
-            from a2a_hub.stores.pg_coordinator import PostgresCoordinator
+            from a2a_hub.stores.sql.pg_coordinator import PostgresCoordinator
 
-            return PostgresCoordinator(self)
+            return PostgresCoordinator(lambda: self.engine, self._safe_url)
         return LocalCoordinator()
 
     @property
@@ -389,6 +306,12 @@ class SqlStore(Store):
             raise RuntimeError(f"{self!r} is not open; await store.open() first")
         return self._engine
 
+    def _read(self) -> AsyncConnection:
+        """A connection for reads (use as ``async with``)."""
+        if self._reader is None:
+            raise RuntimeError(f"{self!r} is not open; await store.open() first")
+        return self._reader.connect()
+
     # --- lifecycle ---------------------------------------------------------------------
 
     @_guarded
@@ -409,42 +332,35 @@ class SqlStore(Store):
         if self._dialect == "sqlite":
             event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
             _skip_idle_rollbacks(engine)
+        else:
+            event.listen(engine.sync_engine, "checkout", _drop_closed_connections)
         try:
             async with engine.begin() as conn:
-                await self._setup_schema(conn)
+                await setup_schema(conn, self._safe_url)
         except BaseException:
             await engine.dispose()
             raise
         self._engine = engine
-        if self._dialect == "sqlite" and not _sqlite_in_memory(self._engine_url):
+        self._reader = engine
+        if self._dialect == "postgresql":
+            from a2a_hub.stores.sql.pg_writer import PostgresWriter
+
+            self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
+            self._writer = PostgresWriter(
+                engine,
+                channel=EVENTS_CHANNEL,
+                unreachable=_unreachable,
+                unavailable=self._unavailable,
+            )
+        elif not _sqlite_in_memory(self._engine_url):
             database = self._engine_url.database or ""
             self._writer = SqliteWriter(database, self._save_plan, _sqlite_on_connect)
-
-    async def _setup_schema(self, conn: AsyncConnection) -> None:
-        if self._dialect == "postgresql":
-            # Instances starting together must not race on CREATE TABLE.
-            await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_SCHEMA_LOCK})
-        await conn.execute(CreateTable(schema_version, if_not_exists=True))
-        found = (await conn.execute(select(schema_version.c.version))).scalar_one_or_none()
-        if found is None:
-            for table in _DATA_TABLES:
-                await _create(conn, table)
-            await conn.execute(self._stmts.insert_version)
-        elif found > SCHEMA_VERSION:
-            raise RuntimeError(
-                f"Task store {self._safe_url} has schema version {found}, newer than this "
-                f"a2a-hub understands ({SCHEMA_VERSION}); upgrade a2a-hub"
-            )
-        elif found < SCHEMA_VERSION:
-            for version in range(found + 1, SCHEMA_VERSION + 1):
-                await _MIGRATIONS[version](conn)
-            await conn.execute(update(schema_version).values(version=SCHEMA_VERSION))
 
     async def close(self) -> None:
         writer, self._writer = self._writer, None
         if writer is not None:
             await writer.close()
-        engine, self._engine = self._engine, None
+        engine, self._engine, self._reader = self._engine, None, None
         if engine is not None:
             await engine.dispose()
 
@@ -452,7 +368,7 @@ class SqlStore(Store):
 
     @_guarded
     async def get_task(self, agent_id: str, task_id: str) -> Task | None:
-        async with self.engine.connect() as conn:
+        async with self._read() as conn:
             data = (
                 await conn.execute(_GET_TASK, {"p_agent": agent_id, "p_task": task_id})
             ).scalar_one_or_none()
@@ -460,11 +376,11 @@ class SqlStore(Store):
 
     @_guarded
     async def get_task_record(self, agent_id: str, task_id: str) -> StoredTask | None:
-        async with self.engine.connect() as conn:
+        async with self._read() as conn:
             row = (
                 await conn.execute(_GET_TASK_AT, {"p_agent": agent_id, "p_task": task_id})
             ).one_or_none()
-        return None if row is None else StoredTask(_task_dec.decode(row[0]), int(row[1]))
+        return None if row is None else StoredTask(_task_dec.decode(row[0]), int(row[1]), row[2])
 
     @_guarded
     async def save_task(
@@ -475,11 +391,11 @@ class SqlStore(Store):
         *,
         owner: str | None = None,
     ) -> None:
-        if self._writer is not None:  # SQLite: group commit through the writer thread
-            await self._writer.save(agent_id, task, events)
+        if self._writer is not None:  # group commit
+            await self._writer.save(agent_id, task, events, owner)
             return
         async with self.engine.begin() as conn:
-            plan = self._save_plan(agent_id, task, events)
+            plan = self._save_plan(agent_id, task, events, owner)
             result: Any = None
             while True:
                 try:
@@ -492,7 +408,7 @@ class SqlStore(Store):
                     plan.throw(exc)
 
     def _save_plan(
-        self, agent_id: str, task: Task, events: Sequence[TaskEvent]
+        self, agent_id: str, task: Task, events: Sequence[TaskEvent], owner: str | None
     ) -> Generator[tuple[Any, Any], Any, None]:
         """The statements of one save, for the async and the sync (SQLite writer) drivers.
 
@@ -510,11 +426,12 @@ class SqlStore(Store):
             "state": state,
             "updated_at": stamp,
             "data": data,
+            "owner": owner,  # only inserted: an existing task keeps its owner
         }
         if not events:
             yield stmts.upsert_task, {**row, "last_seq": 0}
             return
-        _check_events(events)
+        check_events(task.id, events)
         prev, last = events[0].seq - 1, events[-1].seq
         if prev == 0:
             result = yield stmts.upsert_task_first_events, {**row, "last_seq": last}
@@ -534,10 +451,7 @@ class SqlStore(Store):
             )
         if result.rowcount != 1:
             stored = (yield _LAST_SEQ, {"p_agent": agent_id, "p_task": task.id}).scalar_one()
-            raise ValueError(
-                f"event seq {prev + 1} does not follow the last stored seq {stored} "
-                f"of task {task.id}"
-            )
+            raise log_conflict(task.id, prev + 1, stored)
         rows = [
             {"agent_id": agent_id, "task_id": task.id, "seq": e.seq, "data": _enc.encode(e.event)}
             for e in events
@@ -545,15 +459,13 @@ class SqlStore(Store):
         try:
             yield _INSERT_EVENTS, rows[0] if len(rows) == 1 else rows
         except sa_exc.IntegrityError as exc:  # a concurrent writer took these seqs
-            raise ValueError(f"event seqs {prev + 1}..{last} of task {task.id} exist") from exc
-        if self._dialect == "postgresql" and self._notify_events:
-            # delivered on commit: wakes instances following this task's log
-            payload = f"{agent_id} {task.id} {last}"
-            yield _NOTIFY, {"channel": EVENTS_CHANNEL, "payload": payload}
+            raise log_conflict(task.id, prev + 1, None) from exc
 
     @_guarded
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
         where: list[ColumnElement[bool]] = [tasks.c.agent_id == agent_id]
+        if query.owner is not None:
+            where.append(tasks.c.owner == query.owner)
         if query.context_id is not None:
             where.append(tasks.c.context_id == query.context_id)
         if query.state is not None:
@@ -571,7 +483,7 @@ class SqlStore(Store):
             .order_by(tasks.c.updated_at.desc(), tasks.c.task_id.desc())
             .limit(size + 1)  # one more row tells whether there is a next page
         )
-        async with self.engine.connect() as conn:
+        async with self._read() as conn:
             rows = (await conn.execute(stmt)).all()
             total = (
                 await conn.execute(select(func.count()).select_from(tasks).where(*where))
@@ -604,13 +516,13 @@ class SqlStore(Store):
             if limit <= 0:
                 return []
             stmt, params["p_limit"] = _READ_EVENTS_LIMIT, limit
-        async with self.engine.connect() as conn:
+        async with self._read() as conn:
             rows = (await conn.execute(stmt, params)).all()
         return [TaskEvent(seq=seq, event=_event_dec.decode(data)) for seq, data in rows]
 
     @_guarded
     async def last_seq(self, agent_id: str, task_id: str) -> int:
-        async with self.engine.connect() as conn:
+        async with self._read() as conn:
             value = (
                 await conn.execute(_LAST_SEQ, {"p_agent": agent_id, "p_task": task_id})
             ).scalar_one()
@@ -639,7 +551,7 @@ class SqlStore(Store):
         self, agent_id: str, task_id: str, config_id: str
     ) -> TaskPushNotificationConfig | None:
         params = {"p_agent": agent_id, "p_task": task_id, "p_config": config_id}
-        async with self.engine.connect() as conn:
+        async with self._read() as conn:
             data = (await conn.execute(_GET_PUSH, params)).scalar_one_or_none()
         return None if data is None else _push_dec.decode(data)
 
@@ -647,7 +559,7 @@ class SqlStore(Store):
     async def list_push_configs(
         self, agent_id: str, task_id: str
     ) -> list[TaskPushNotificationConfig]:
-        async with self.engine.connect() as conn:
+        async with self._read() as conn:
             blobs = (
                 await conn.execute(_LIST_PUSH, {"p_agent": agent_id, "p_task": task_id})
             ).scalars()

@@ -25,8 +25,8 @@ from a2a_hub.stores.base import TaskEvent
 
 __all__ = ["SqliteWriter"]
 
-Plan = Callable[[str, Task, Sequence[TaskEvent]], Generator[tuple[Any, Any], Any, None]]
-_Item = tuple[str, Task, Sequence[TaskEvent]]
+Plan = Callable[[str, Task, Sequence[TaskEvent], str | None], Generator[tuple[Any, Any], Any, None]]
+_Item = tuple[str, Task, Sequence[TaskEvent], str | None]
 
 
 class _Result:
@@ -80,10 +80,12 @@ class SqliteWriter:
         self._pending: list[tuple[_Item, asyncio.Future[None]]] = []
         self._drainer: asyncio.Task[None] | None = None
 
-    async def save(self, agent_id: str, task: Task, events: Sequence[TaskEvent]) -> None:
+    async def save(
+        self, agent_id: str, task: Task, events: Sequence[TaskEvent], owner: str | None
+    ) -> None:
         """Queue one save and wait until the transaction holding it has committed."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append(((agent_id, task, events), future))
+        self._pending.append(((agent_id, task, events, owner), future))
         if self._drainer is None or self._drainer.done():
             self._drainer = asyncio.ensure_future(self._drain())
         await future
@@ -131,10 +133,10 @@ class SqliteWriter:
         outcomes: list[BaseException | None] = []
         cursor.execute("BEGIN IMMEDIATE")
         try:
-            for agent_id, task, events in items:
+            for agent_id, task, events, owner in items:
                 cursor.execute("SAVEPOINT save")
                 try:
-                    self._run(cursor, self._plan(agent_id, task, events))
+                    self._run(cursor, self._plan(agent_id, task, events, owner))
                 except Exception as exc:
                     cursor.execute("ROLLBACK TO save")
                     cursor.execute("RELEASE save")

@@ -12,18 +12,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
 
 import msgspec
 from sqlalchemy import bindparam, delete, func, literal_column, select, text, update
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from a2a_hub.protocol.errors import StoreUnavailableError
 from a2a_hub.stores.coordinator import Coordinator, Signal
-from a2a_hub.stores.sql import EVENTS_CHANNEL, leases
-
-if TYPE_CHECKING:
-    from a2a_hub.stores.sql import SqlStore
+from a2a_hub.stores.sql.schema import EVENTS_CHANNEL, leases
 
 __all__ = ["SIGNALS_CHANNEL", "PostgresCoordinator"]
 
@@ -73,8 +73,11 @@ class PostgresCoordinator(Coordinator):
 
     shared = True
 
-    def __init__(self, store: SqlStore) -> None:
-        self.store = store
+    def __init__(self, engine: Callable[[], AsyncEngine], safe_url: str) -> None:
+        """``engine`` returns the store's engine (open by the time :meth:`start` runs);
+        ``safe_url`` names the database in messages."""
+        self._engine = engine
+        self._safe_url = safe_url
         self._conn: Any = None
         self._queues: set[asyncio.Queue[Signal | None]] = set()
         self._waiters: dict[tuple[str, str], asyncio.Event] = {}
@@ -82,7 +85,7 @@ class PostgresCoordinator(Coordinator):
         self._closed = False
 
     def _dsn(self) -> str:
-        url = self.store.engine.url.set(drivername="postgresql")
+        url = self._engine().url.set(drivername="postgresql")
         return url.render_as_string(hide_password=False)
 
     async def start(self) -> None:
@@ -120,7 +123,7 @@ class PostgresCoordinator(Coordinator):
                 delay = 0.5
                 await lost.wait()
             except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
-                log.warning("LISTEN connection to %s failed: %s", self.store.safe_url, exc)
+                log.warning("LISTEN connection to %s failed: %s", self._safe_url, exc)
             await self._drop_connection()
             if not self._closed:
                 await asyncio.sleep(delay)
@@ -142,16 +145,15 @@ class PostgresCoordinator(Coordinator):
             waiter.set()
 
     async def _run(self, statement: Any, params: dict[str, Any]) -> Any:
-        from sqlalchemy import exc as sa_exc
-
-        from a2a_hub.protocol.errors import StoreUnavailableError
-
+        # Every change is one statement, atomic by itself: autocommit spares the round
+        # trips of BEGIN and COMMIT.
         try:
-            async with self.store.engine.begin() as conn:
+            async with self._engine().connect() as conn:
+                await conn.execution_options(isolation_level="AUTOCOMMIT")
                 return await conn.execute(statement, params)
         except (OSError, sa_exc.OperationalError, sa_exc.InterfaceError) as exc:
             raise StoreUnavailableError(
-                f"Task store {self.store.safe_url} is unavailable ({type(exc).__name__})"
+                f"Task store {self._safe_url} is unavailable ({type(exc).__name__})"
             ) from exc
 
     async def acquire_lease(self, agent_id: str, task_id: str, owner: str, ttl: float) -> None:

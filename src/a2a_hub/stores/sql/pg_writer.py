@@ -1,0 +1,221 @@
+"""Group commit for PostgreSQL: concurrent saves go to the database together, in one call.
+
+Every ``save_task`` waiting at the same moment joins one batch, and a batch is a
+single statement, ``SELECT a2a_save_tasks(…)`` (a function the schema defines,
+see :mod:`.schema`), sent through asyncpg directly on a connection of the
+store's pool: one round trip and one commit for the whole batch, the statement
+prepared once per connection.  The function writes the saves in order and
+reports, per save, whether its events continued the log; a save that did not
+fails alone with :class:`~a2a_hub.stores.base.LogConflictError`, the others are
+written.  Should the batch fail as a whole (an unexpected database error, a
+deadlock with another instance), nothing of it was written and each of its
+saves is tried again on its own, so one bad save never takes others with it.
+A caller's await returns once the transaction holding its save has committed,
+so an acknowledged task is in the database.
+
+While a batch is on its way, the next one gathers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from a2a_hub.protocol.errors import StoreUnavailableError
+from a2a_hub.protocol.types import Task
+from a2a_hub.stores.base import TaskEvent, check_events, log_conflict, now
+from a2a_hub.stores.sql.schema import SAVE_TASKS
+
+try:
+    import asyncpg  # type: ignore[import-untyped,unused-ignore]
+except ImportError:  # pragma: no cover - the store checks for asyncpg before using this
+    asyncpg = None
+
+__all__ = ["PostgresWriter"]
+
+_SAVE_SQL = (
+    f"SELECT {SAVE_TASKS}($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], "
+    "$6::bytea[], $7::text[], $8::int[], $9::int[], $10::bytea[], $11::text)"
+)
+
+_enc = msgspec.json.Encoder()
+
+
+def _disconnected(exc: BaseException) -> bool:
+    """The connection is gone (or never came): the outcome of a batch sent on it is unknown."""
+    if isinstance(exc, OSError | TimeoutError):
+        return True
+    if asyncpg is None:  # pragma: no cover
+        return False
+    if isinstance(exc, asyncpg.InterfaceError):  # "connection is closed", but not bad input
+        return not isinstance(exc, asyncpg.exceptions._base.DataError)
+    return isinstance(
+        exc,
+        asyncpg.PostgresConnectionError
+        | asyncpg.exceptions.CannotConnectNowError
+        | asyncpg.exceptions.AdminShutdownError
+        | asyncpg.exceptions.CrashShutdownError,
+    )
+
+
+class _Save(NamedTuple):
+    """One queued save, encoded, and the future its caller awaits."""
+
+    agent_id: str
+    task_id: str
+    context_id: str
+    state: str
+    updated_at: float
+    data: bytes
+    owner: str | None
+    first: int
+    events: list[bytes]
+    future: asyncio.Future[None]
+
+
+class PostgresWriter:
+    """Batches of concurrent saves, one statement each (see the module docstring)."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        channel: str | None,
+        unreachable: Callable[[BaseException], bool],
+        unavailable: Callable[[BaseException], StoreUnavailableError],
+    ) -> None:
+        """``channel``: NOTIFY channel announcing new events (``None``: no NOTIFY);
+        ``unreachable`` tells which failures mean the database cannot be reached, and
+        ``unavailable`` makes the error raised for them."""
+        self._engine = engine
+        self._channel = channel
+        self._unreachable = unreachable
+        self._unavailable = unavailable
+        self._pending: list[_Save] = []
+        self._drainer: asyncio.Task[None] | None = None
+
+    async def save(
+        self, agent_id: str, task: Task, events: Sequence[TaskEvent], owner: str | None
+    ) -> None:
+        """Queue one save and wait until the transaction holding it has committed."""
+        check_events(task.id, events)
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append(
+            _Save(
+                agent_id,
+                task.id,
+                task.context_id,
+                task.status.state.value,
+                now(),
+                _enc.encode(task),
+                owner,
+                events[0].seq if events else 0,
+                [_enc.encode(e.event) for e in events],
+                future,
+            )
+        )
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.ensure_future(self._drain())
+        await future
+
+    async def _drain(self) -> None:
+        # One batch on its way at a time: under load batches grow instead of multiplying,
+        # and each costs the database one transaction and one WAL flush.
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                await self._write(batch)
+            except BaseException as exc:  # cancelled: nobody may wait forever
+                for save in batch:
+                    _fail(save, exc)
+                raise
+
+    async def _write(self, batch: list[_Save]) -> None:
+        # Saves in one order of tasks, so that batches of two instances lock rows in the same
+        # order (no deadlock); sorted() is stable: saves of one task keep theirs.
+        ordered = sorted(batch, key=lambda s: (s.agent_id, s.task_id))
+        try:
+            outcomes = await self._call(ordered)
+        except StoreUnavailableError as exc:
+            for save in ordered:
+                _fail(save, exc)
+            return
+        except Exception as exc:  # the batch was rolled back: every save on its own
+            if len(ordered) == 1:
+                _fail(ordered[0], _single_failure(ordered[0], exc))
+                return
+            for save in ordered:
+                try:
+                    outcome = (await self._call([save]))[0]
+                except Exception as single:
+                    _fail(save, _single_failure(save, single))
+                else:
+                    _settle(save, outcome)
+            return
+        for save, outcome in zip(ordered, outcomes, strict=True):
+            _settle(save, outcome)
+
+    async def _call(self, saves: list[_Save]) -> list[int]:
+        """Run one batch (its own transaction); raises StoreUnavailableError when the
+        database cannot be reached or the connection broke."""
+        try:
+            async with self._engine.connect() as conn:
+                driver: Any = (await conn.get_raw_connection()).driver_connection
+                try:
+                    result: list[int] = await driver.fetchval(
+                        _SAVE_SQL,
+                        [s.agent_id for s in saves],
+                        [s.task_id for s in saves],
+                        [s.context_id for s in saves],
+                        [s.state for s in saves],
+                        [s.updated_at for s in saves],
+                        [s.data for s in saves],
+                        [s.owner for s in saves],
+                        [s.first for s in saves],
+                        [len(s.events) for s in saves],
+                        [blob for s in saves for blob in s.events],
+                        self._channel,
+                    )
+                except Exception as exc:
+                    if _disconnected(exc):
+                        with contextlib.suppress(Exception):
+                            await conn.invalidate()
+                    raise
+        except Exception as exc:
+            if _disconnected(exc) or self._unreachable(exc):
+                raise self._unavailable(exc) from exc
+            raise
+        return result
+
+    async def close(self) -> None:
+        """Finish what is queued."""
+        if self._drainer is not None:
+            await asyncio.gather(self._drainer, return_exceptions=True)
+
+
+def _settle(save: _Save, outcome: int) -> None:
+    """Tell the caller how its save went (``outcome``: see the function in .schema)."""
+    if outcome >= 0:
+        _fail(save, log_conflict(save.task_id, save.first, outcome))
+    elif not save.future.done():  # its caller may have been cancelled meanwhile
+        save.future.set_result(None)
+
+
+def _fail(save: _Save, exc: BaseException) -> None:
+    if not save.future.done():
+        save.future.set_exception(exc)
+
+
+def _single_failure(save: _Save, exc: BaseException) -> BaseException:
+    """The error of one save that failed on its own: a duplicate event key means another
+    writer stored those events first."""
+    if asyncpg is not None and isinstance(exc, asyncpg.UniqueViolationError):
+        conflict = log_conflict(save.task_id, save.first, None)
+        conflict.__cause__ = exc
+        return conflict
+    return exc

@@ -1,0 +1,255 @@
+"""The SQL schema: tables, its version and the migrations between versions.
+
+Shared by the store (:mod:`.store`) and the PostgreSQL coordinator
+(:mod:`.pg_coordinator`), which both take an engine and never each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from sqlalchemy import (
+    Column,
+    Double,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    inspect,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.schema import CreateIndex, CreateTable
+
+__all__ = [
+    "EVENTS_CHANNEL",
+    "SAVE_TASKS",
+    "SCHEMA_VERSION",
+    "events",
+    "leases",
+    "metadata",
+    "push_configs",
+    "schema_version",
+    "setup_schema",
+    "tasks",
+]
+
+#: Version of the schema this code writes.  Bump it and add an entry to
+#: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
+SCHEMA_VERSION = 4
+
+#: PostgreSQL NOTIFY channel announcing new events ("agent_id task_id seq").
+EVENTS_CHANNEL = "a2a_events"
+
+_PG_SCHEMA_LOCK = 0x0A2A_0B5C  # pg_advisory_xact_lock key serialising schema setup
+
+metadata = MetaData()
+
+tasks = Table(
+    "a2a_tasks",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("task_id", String, primary_key=True),
+    Column("context_id", String, nullable=False),
+    Column("state", String, nullable=False),
+    Column("updated_at", Double, nullable=False),
+    Column("last_seq", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    # The principal that created the task (None: anonymous); set once, never changed.  (v3)
+    Column("owner", String, nullable=True),
+)
+Index("ix_a2a_tasks_updated", tasks.c.agent_id, tasks.c.updated_at, tasks.c.task_id)
+Index("ix_a2a_tasks_context", tasks.c.agent_id, tasks.c.context_id, tasks.c.updated_at)
+Index("ix_a2a_tasks_owner", tasks.c.agent_id, tasks.c.owner, tasks.c.updated_at)
+
+events = Table(
+    "a2a_task_events",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("task_id", String, primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("data", LargeBinary, nullable=False),
+    ForeignKeyConstraint(
+        ["agent_id", "task_id"], [tasks.c.agent_id, tasks.c.task_id], ondelete="CASCADE"
+    ),
+)
+
+push_configs = Table(
+    "a2a_push_configs",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("task_id", String, primary_key=True),
+    Column("config_id", String, primary_key=True),
+    Column("created", Integer, nullable=False),  # creation order within the task
+    Column("data", LargeBinary, nullable=False),
+    ForeignKeyConstraint(
+        ["agent_id", "task_id"], [tasks.c.agent_id, tasks.c.task_id], ondelete="CASCADE"
+    ),
+)
+
+schema_version = Table(
+    "a2a_schema_version",
+    metadata,
+    Column("id", Integer, primary_key=True),  # always 1: a single row
+    Column("version", Integer, nullable=False),
+)
+
+leases = Table(
+    "a2a_leases",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("task_id", String, primary_key=True),
+    Column("owner", String, nullable=False),
+    Column("expires_at", Double, nullable=False),
+)
+Index("ix_a2a_leases_owner", leases.c.owner)
+Index("ix_a2a_leases_expires", leases.c.expires_at)
+
+_DATA_TABLES = (tasks, events, push_configs, leases)
+
+
+async def _create(conn: AsyncConnection, table: Table) -> None:
+    await conn.execute(CreateTable(table, if_not_exists=True))
+    for index in sorted(table.indexes, key=lambda ix: str(ix.name)):
+        await conn.execute(CreateIndex(index, if_not_exists=True))
+
+
+async def _add_leases(conn: AsyncConnection) -> None:
+    """Version 2: leases of running tasks, for instances that share the store."""
+    await _create(conn, leases)
+
+
+async def _add_owner(conn: AsyncConnection) -> None:
+    """Version 3: the owner of each task (``NULL`` for tasks created before), and its index."""
+    columns = await conn.run_sync(
+        lambda sync: {c["name"] for c in inspect(sync).get_columns(tasks.name)}
+    )
+    if "owner" not in columns:
+        await conn.execute(text(f"ALTER TABLE {tasks.name} ADD COLUMN owner VARCHAR"))
+    owner_index = next(ix for ix in tasks.indexes if ix.name == "ix_a2a_tasks_owner")
+    await conn.execute(CreateIndex(owner_index, if_not_exists=True))
+
+
+#: PostgreSQL: the function saving a batch of tasks in one call (see ``_SAVE_TASKS_SQL``).
+SAVE_TASKS = "a2a_save_tasks"
+
+# Saves a batch of tasks (snapshot + events each) in order, in the caller's transaction.
+# Save i: the snapshot p_data[i] (with the columns next to it), and the p_count[i] events
+# p_events[pos + 1 .. pos + p_count[i]] (pos: the events of the saves before it) numbered
+# from p_first[i].  Each save does what the store's save plan (store.py) does on SQLite:
+# no events -> upsert the snapshot; events from 1 -> insert, or replace a snapshot that
+# has no events yet; events from n > 1 -> update the row whose last_seq is n - 1; the
+# owner is written only when the row is inserted, so it never changes.  A save
+# whose events do not continue the log changes nothing and is reported, the others go on.
+# Returns, per save, -1 if it was written, else the task's last stored seq (a conflict).
+# Each save with events sends NOTIFY p_channel 'agent_id task_id last_seq' (NULL: none).
+_SAVE_TASKS_SQL = f"""
+CREATE OR REPLACE FUNCTION {SAVE_TASKS}(
+    p_agent text[], p_task text[], p_context text[], p_state text[], p_updated float8[],
+    p_data bytea[], p_owner text[], p_first int[], p_count int[], p_events bytea[],
+    p_channel text
+) RETURNS int[] LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_n int := coalesce(array_length(p_task, 1), 0);
+    v_result int[] := array_fill(-1, ARRAY[v_n]);
+    v_pos int := 0;
+    v_prev int;
+    v_last int;
+    v_rows int;
+BEGIN
+    FOR i IN 1 .. v_n LOOP
+        IF p_count[i] = 0 THEN
+            INSERT INTO {tasks.name} AS t
+                (agent_id, task_id, context_id, state, updated_at, last_seq, data, owner)
+            VALUES (p_agent[i], p_task[i], p_context[i], p_state[i], p_updated[i], 0,
+                    p_data[i], p_owner[i])
+            ON CONFLICT (agent_id, task_id) DO UPDATE SET
+                context_id = excluded.context_id, state = excluded.state, data = excluded.data,
+                updated_at = greatest(excluded.updated_at, t.updated_at);
+            CONTINUE;
+        END IF;
+        v_prev := p_first[i] - 1;
+        v_last := v_prev + p_count[i];
+        IF v_prev = 0 THEN
+            INSERT INTO {tasks.name} AS t
+                (agent_id, task_id, context_id, state, updated_at, last_seq, data, owner)
+            VALUES (p_agent[i], p_task[i], p_context[i], p_state[i], p_updated[i], v_last,
+                    p_data[i], p_owner[i])
+            ON CONFLICT (agent_id, task_id) DO UPDATE SET
+                context_id = excluded.context_id, state = excluded.state, data = excluded.data,
+                updated_at = greatest(excluded.updated_at, t.updated_at),
+                last_seq = excluded.last_seq
+            WHERE t.last_seq = 0;
+        ELSE
+            UPDATE {tasks.name} AS t SET
+                context_id = p_context[i], state = p_state[i], data = p_data[i],
+                updated_at = greatest(p_updated[i], t.updated_at), last_seq = v_last
+            WHERE t.agent_id = p_agent[i] AND t.task_id = p_task[i] AND t.last_seq = v_prev;
+        END IF;
+        GET DIAGNOSTICS v_rows = ROW_COUNT;
+        IF v_rows = 1 THEN
+            INSERT INTO {events.name} (agent_id, task_id, seq, data)
+            SELECT p_agent[i], p_task[i], v_prev + e.n, e.data
+            FROM unnest(p_events[v_pos + 1 : v_pos + p_count[i]]) WITH ORDINALITY AS e(data, n);
+            IF p_channel IS NOT NULL THEN
+                PERFORM pg_notify(p_channel, p_agent[i] || ' ' || p_task[i] || ' ' || v_last);
+            END IF;
+        ELSE
+            v_result[i] := (SELECT coalesce(max(ev.seq), 0) FROM {events.name} AS ev
+                            WHERE ev.agent_id = p_agent[i] AND ev.task_id = p_task[i]);
+        END IF;
+        v_pos := v_pos + p_count[i];
+    END LOOP;
+    RETURN v_result;
+END
+$fn$
+"""
+
+
+async def _add_save_function(conn: AsyncConnection) -> None:
+    """Version 4: PostgreSQL saves batches of tasks in one call (:data:`SAVE_TASKS`)."""
+    if conn.dialect.name == "postgresql":
+        await conn.exec_driver_sql(_SAVE_TASKS_SQL)
+
+
+# Upgrades, keyed by the version they produce; each runs inside the setup transaction.
+_MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {
+    2: _add_leases,
+    3: _add_owner,
+    4: _add_save_function,
+}
+
+
+async def setup_schema(conn: AsyncConnection, safe_url: str) -> None:
+    """Create the schema in an empty database, or upgrade an older one (in ``conn``'s
+    transaction); refuse a schema newer than this code."""
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        # Instances starting together must not race on CREATE TABLE.
+        await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_SCHEMA_LOCK})
+    await conn.execute(CreateTable(schema_version, if_not_exists=True))
+    found = (await conn.execute(select(schema_version.c.version))).scalar_one_or_none()
+    if found is None:
+        for table in _DATA_TABLES:
+            await _create(conn, table)
+        await _add_save_function(conn)
+        insert = pg_dialect.insert if dialect == "postgresql" else sqlite_dialect.insert
+        await conn.execute(
+            insert(schema_version).values(id=1, version=SCHEMA_VERSION).on_conflict_do_nothing()
+        )
+    elif found > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"Task store {safe_url} has schema version {found}, newer than this "
+            f"a2a-hub understands ({SCHEMA_VERSION}); upgrade a2a-hub"
+        )
+    elif found < SCHEMA_VERSION:
+        for version in range(found + 1, SCHEMA_VERSION + 1):
+            await _MIGRATIONS[version](conn)
+        await conn.execute(update(schema_version).values(version=SCHEMA_VERSION))

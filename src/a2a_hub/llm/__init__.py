@@ -33,6 +33,7 @@ __all__ = [
     "LLMProvider",
     "LazyProvider",
     "get_provider",
+    "provider_class",
     "structured",
 ]
 
@@ -48,6 +49,25 @@ PROVIDERS = ("embedded", "openai", "scripted")
 def _env(name: str) -> str | None:
     value = os.environ.get(name, "").strip()
     return value or None
+
+
+def provider_class(name: str | None = None) -> type[LLMProvider]:
+    """The class of the provider called ``name`` (default: ``A2A_HUB_LLM_PROVIDER``, else
+    ``embedded``), imported but not constructed; ValueError for an unknown name."""
+    chosen = (name or _env(ENV_PROVIDER) or "embedded").strip().lower()
+    if chosen == "scripted":
+        from a2a_hub.llm.scripted import ScriptedProvider
+
+        return ScriptedProvider
+    if chosen == "openai":
+        from a2a_hub.llm.openai import OpenAIProvider
+
+        return OpenAIProvider
+    if chosen == "embedded":
+        from a2a_hub.llm.embedded import EmbeddedProvider
+
+        return EmbeddedProvider
+    raise ValueError(f"unknown LLM provider {chosen!r}; known providers: {', '.join(PROVIDERS)}")
 
 
 def get_provider(

@@ -37,7 +37,7 @@ from a2a_hub.llm import (
 from a2a_hub.protocol.types import Message, Part, Role
 from a2a_hub.scenarios.green import GreenAgent, ParticipantError, Participants
 from a2a_hub.scenarios.models import TIE, EvalRequest, EvalResult
-from a2a_hub.scenarios.turns import TOO_SHORT, Review, as_clause, review_turn, sentences
+from a2a_hub.scenarios.turns import TOO_SHORT, Review, as_clause, review_turn
 
 __all__ = [
     "CRITERIA",
@@ -117,12 +117,18 @@ class Debater(LLMExecutor):
     """An LLM debater arguing for (``stance=pro``) or against (``stance=con``) a topic.
 
     When the judge's message carries a ``debate`` brief (topic, position, the other
-    side's position, the opponent's last turn), the model gets a short prompt built from
-    it, which small models follow far better than a long one, and its reply is cleaned
-    and checked (:func:`~a2a_hub.scenarios.turns.review_turn`): echoed prompt and role
-    labels stripped, cut to at most ``sentences`` complete sentences, no sentence
-    repeating an earlier turn or stating the other side.  A reply with such problems is
-    asked for again, up to ``tries`` times; the best one is kept.
+    side's position, the opponent's last turn), the model is told its position in the
+    system message.  With ``style=simple`` it is then asked only for one reason (another
+    one in later rounds) why its position holds: a tiny model follows that far better
+    than a long prompt, and quoting the opponent to it makes it argue the opponent's
+    side.  With ``style=full`` it gets the judge's whole prompt, opponent included.  The
+    default, ``auto``, is ``simple`` for the ``embedded`` provider and ``full`` otherwise.
+
+    Every reply is cleaned and checked (:func:`~a2a_hub.scenarios.turns.review_turn`):
+    role labels and echoed prompt lines stripped, cut to at most ``sentences`` complete
+    sentences, and (in the simple style) no sentence repeating an earlier turn or stating
+    the other side's position.  A reply with such problems is asked for again, up to
+    ``tries`` times, and the best one is kept.
     """
 
     name = "Debater"
@@ -139,12 +145,15 @@ class Debater(LLMExecutor):
     def __init__(
         self,
         stance: str = "pro",
+        style: str = "auto",
         tries: int | str = 3,
         sentences: int | str = 3,
         **options: Any,
     ) -> None:
         if stance not in ("pro", "con"):
             raise ValueError(f"stance must be 'pro' or 'con', not {stance!r}")
+        if style not in ("auto", "simple", "full"):
+            raise ValueError(f"style must be 'auto', 'simple' or 'full', not {style!r}")
         side = "FOR" if stance == "pro" else "AGAINST"
         options.setdefault(
             "instruction",
@@ -152,30 +161,38 @@ class Debater(LLMExecutor):
             "three short sentences of your own: give one concrete reason, and answer your "
             "opponent when they have spoken.",
         )
-        options.setdefault("max_tokens", 100)  # two or three sentences, and room to finish one
+        options.setdefault("max_tokens", 100)  # three short sentences, and room to end one
         options.setdefault("temperature", 0.6)  # varied enough that a retry differs
         options.setdefault("history_turns", 4)
         super().__init__(**options)
         self.stance = stance
+        self.style = style
         self.tries = max(1, int(tries))
         self.sentences = max(1, int(sentences))
         self.name = f"{stance.capitalize()} debater"
 
-    def brief_messages(self, brief: dict[str, Any]) -> list[ChatMessage]:
-        """The short prompt built from the judge's brief (position restated twice)."""
+    @property
+    def simple(self) -> bool:
+        """Whether the model gets the short prompt (see the class docstring)."""
+        if self.style == "auto":
+            return self.provider.name == "embedded"
+        return self.style == "simple"
+
+    def brief_messages(self, brief: dict[str, Any], prompt: str) -> list[ChatMessage]:
+        """What the model is sent for a turn the judge briefed (its position, twice)."""
         position = str(brief["position"]).strip()
         topic = str(brief.get("topic") or "").strip()
-        opponent = brief.get("opponent")
         system = (
             f"You are a debater. The topic: {topic}\nYour position: {position}\n"
             "Argue only for your position. Answer in two or three short sentences of your "
             "own, with one concrete reason."
         )
-        if isinstance(opponent, str) and opponent.strip():
-            said = " ".join(sentences(opponent)[:2]) or opponent.strip()
-            user = f'Your opponent said: "{said}"\nGive a new reason why {as_clause(position)}.'
-        else:
+        if not self.simple:
+            user = prompt
+        elif brief.get("round", 1) == 1:
             user = f"Give one reason why {as_clause(position)}."
+        else:
+            user = f"Give another reason why {as_clause(position)}."
         return [ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)]
 
     async def write_turn(
@@ -185,7 +202,8 @@ class Debater(LLMExecutor):
         earlier: list[str],
         brief: dict[str, Any] | None,
     ) -> Review:
-        """Ask the model up to ``tries`` times; the first clean turn, else the best one."""
+        """Ask the model up to ``tries`` times; the first good turn, else the best one."""
+        checked = brief is not None and self.simple
         position = other = None
         topic = ""
         if brief is not None:
@@ -204,9 +222,9 @@ class Debater(LLMExecutor):
             review = review_turn(
                 raw,
                 prompt=prompt,
-                earlier=earlier,
-                position=position,
-                other_position=other,
+                earlier=earlier if checked else (),
+                position=position if checked else None,
+                other_position=other if checked else None,
                 topic=topic,
                 max_sentences=self.sentences,
             )
@@ -230,14 +248,14 @@ class Debater(LLMExecutor):
         history = await ctx.context_history()
         brief = _brief(ctx.message)
         earlier = [text for m in history[:-1] if (text := text_of(m.parts))]
-        if brief is not None:
-            messages = self.brief_messages(brief)
-            opponent = brief.get("opponent")
-            if isinstance(opponent, str) and opponent:
-                earlier.append(opponent)
-        else:
-            messages = self.messages_for(history)
         try:
+            if brief is not None:
+                messages = self.brief_messages(brief, ctx.text)
+                opponent = brief.get("opponent")
+                if isinstance(opponent, str) and opponent:
+                    earlier.append(opponent)
+            else:
+                messages = self.messages_for(history)
             review = await self.write_turn(messages, earlier=earlier, brief=brief)
         except LLMError as exc:
             await updater.fail(f"the language model failed: {exc}")
@@ -266,7 +284,7 @@ def _num_rounds(config: dict[str, Any]) -> int | str:
 def verdict(scores: dict[str, dict[str, int]]) -> tuple[str, str, dict[str, int]]:
     """The winner (a role, or :data:`TIE`), the reason and the totals, from the scores."""
     totals = {role: sum(scores[role].values()) for role in ROLES}
-    pro, con = totals["pro_debater"], totals["con_debater"]
+    most = 10 * len(CRITERIA)
     ahead = {
         role: [
             f"{c.replace('_', ' ')} (+{scores[role][c] - scores[_other(role)][c]})"
@@ -275,17 +293,17 @@ def verdict(scores: dict[str, dict[str, int]]) -> tuple[str, str, dict[str, int]
         ]
         for role in ROLES
     }
-    if pro == con:
-        reason = f"A tie: both sides scored {pro} of {10 * len(CRITERIA)}."
+    if totals["pro_debater"] == totals["con_debater"]:
+        reason = f"both sides scored {totals['pro_debater']} of {most}."
         leads = [f"{_title(r).lower()} on {', '.join(ahead[r])}" for r in ROLES if ahead[r]]
         if leads:
             reason += f" Ahead: {'; '.join(leads)}."
-        return TIE, reason, totals
-    winner = "pro_debater" if pro > con else "con_debater"
+        return TIE, reason[0].upper() + reason[1:], totals
+    winner = max(ROLES, key=lambda role: totals[role])
     loser = _other(winner)
     reason = (
-        f"{_title(winner)} wins {totals[winner]} to {totals[loser]}, "
-        f"ahead on {', '.join(ahead[winner])}."
+        f"{_title(winner)} {totals[winner]} of {most}, {_title(loser).lower()} "
+        f"{totals[loser]}; ahead on {', '.join(ahead[winner])}."
     )
     return winner, reason, totals
 
@@ -427,22 +445,19 @@ class DebateJudge(GreenAgent):
         )
 
     async def _score(self, topic: str, position: str, turns: list[str]) -> dict[str, int]:
-        """One side's scores from the judge's model."""
+        """One side's scores from the judge's model (two worked examples first: without
+        them a small model just counts 1, 2, 3, 4, 5 down the criteria)."""
         arguments = "\n".join(f"{i}. {text}" for i, text in enumerate(turns, 1))
-        messages = [
-            ChatMessage(
-                role="system",
-                content=(
-                    "You judge one side of a debate. Score its arguments from 0 (very poor) to "
-                    "10 (excellent) on emotional_appeal, clarity, logic, evidence and "
-                    "persuasiveness. Answer with JSON only."
-                ),
-            ),
+        messages = [ChatMessage(role="system", content=_JUDGE_INSTRUCTION)]
+        for question, answer in _JUDGE_EXAMPLES:
+            messages.append(ChatMessage(role="user", content=question))
+            messages.append(ChatMessage(role="assistant", content=answer))
+        messages.append(
             ChatMessage(
                 role="user",
                 content=f"Topic: {topic}\nThis side argues: {position}\nIts turns:\n{arguments}",
-            ),
-        ]
+            )
+        )
         try:
             value = await structured(
                 self.provider, messages, SCORES_SCHEMA, tries=2, max_tokens=150, temperature=0.0
@@ -450,3 +465,24 @@ class DebateJudge(GreenAgent):
         except LLMError as exc:
             raise ParticipantError(f"the judge's model gave no valid scores: {exc}") from exc
         return {c: int(value[c]) for c in CRITERIA}
+
+
+_JUDGE_INSTRUCTION = (
+    "You judge one side of a debate. Score its arguments from 0 to 10 on emotional_appeal, "
+    "clarity, logic, evidence and persuasiveness. Answer with JSON only."
+)
+_JUDGE_EXAMPLES = (
+    (
+        "Topic: Is tea better than coffee?\nThis side argues: Tea is better than coffee.\n"
+        "Its turns:\n1. Tea is better than coffee because it has less caffeine, so you sleep "
+        "well.\n2. Tea is better than coffee because green tea has antioxidants that protect "
+        "the heart.",
+        '{"emotional_appeal": 5, "clarity": 8, "logic": 7, "evidence": 6, "persuasiveness": 7}',
+    ),
+    (
+        "Topic: Is tea better than coffee?\nThis side argues: Coffee is better than tea.\n"
+        "Its turns:\n1. Coffee is a thing that people. The coffee coffee is.\n2. Many people "
+        "think many things about many drinks.",
+        '{"emotional_appeal": 1, "clarity": 2, "logic": 1, "evidence": 0, "persuasiveness": 1}',
+    ),
+)

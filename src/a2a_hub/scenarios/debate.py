@@ -124,11 +124,11 @@ class Debater(LLMExecutor):
     side.  With ``style=full`` it gets the judge's whole prompt, opponent included.  The
     default, ``auto``, is ``simple`` for the ``embedded`` provider and ``full`` otherwise.
 
-    Every reply is cleaned and checked (:func:`~a2a_hub.scenarios.turns.review_turn`):
-    role labels and echoed prompt lines stripped, cut to at most ``sentences`` complete
-    sentences, and (in the simple style) no sentence repeating an earlier turn or stating
-    the other side's position.  A reply with such problems is asked for again, up to
-    ``tries`` times, and the best one is kept.
+    Every reply is cleaned (:func:`~a2a_hub.scenarios.turns.review_turn`): role labels
+    stripped and cut to at most ``sentences`` complete sentences.  In the simple style it
+    is also checked: no echoed prompt, no sentence repeating an earlier turn or stating the
+    other side's position.  A reply with such problems is asked for again, up to ``tries``
+    times, and the best one is kept.
     """
 
     name = "Debater"
@@ -221,7 +221,7 @@ class Debater(LLMExecutor):
             )
             review = review_turn(
                 raw,
-                prompt=prompt,
+                prompt=prompt if checked else "",
                 earlier=earlier if checked else (),
                 position=position if checked else None,
                 other_position=other if checked else None,

@@ -350,8 +350,8 @@ class Runner:
                 raise ScenarioError(f"cannot start {agent.role} ({agent.cmd!r}): {exc}") from exc
             self._watchdog.watch(agent.process.pid)
             self._pumps.append(asyncio.ensure_future(self._pump(agent)))
-        pids = {a.role: a.process.pid for a in self.scenario.agents if a.process is not None}
-        (self.run_dir / "processes.json").write_bytes(msgspec.json.encode(pids))
+            pids = {a.role: a.process.pid for a in self.scenario.agents if a.process is not None}
+            (self.run_dir / "processes.json").write_bytes(msgspec.json.encode(pids))
 
     async def _pump(self, agent: Agent) -> None:
         assert agent.process is not None and agent.process.stdout is not None
@@ -418,12 +418,11 @@ class Runner:
             )
 
     def stop(self) -> None:
-        """SIGTERM every process group, wait ``grace`` seconds, then SIGKILL what is left."""
-        groups = [
-            a.process.pid
-            for a in self.scenario.agents
-            if a.process is not None and a.process.returncode is None
-        ]
+        """SIGTERM every process group, wait ``grace`` seconds, then SIGKILL what is left.
+
+        Every group, even one whose first process has exited: what it started may still run.
+        """
+        groups = [a.process.pid for a in self.scenario.agents if a.process is not None]
         for pgid in groups:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGTERM)

@@ -112,7 +112,7 @@ def test_the_winner_follows_from_the_totals_and_equal_totals_are_a_tie() -> None
     assert (winner, totals) == ("pro_debater", {"pro_debater": 21, "con_debater": 17})
     assert (
         reason.startswith("Pro debater 21 of 50, con debater 17")
-        and "ahead on clarity (+3), logic (+1)." in reason
+        and "ahead on clarity (+3) and logic (+1)." in reason
     )
     winner, _, _ = verdict(scores(pro_debater=3, con_debater=30))
     assert winner == "con_debater"

@@ -74,6 +74,10 @@ def _other(role: str) -> str:
     return ROLES[1] if role == ROLES[0] else ROLES[0]
 
 
+def _listing(words: list[str]) -> str:
+    return ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else "".join(words)
+
+
 def _title(role: str) -> str:
     return role.replace("_", " ").capitalize()
 
@@ -295,7 +299,7 @@ def verdict(scores: dict[str, dict[str, int]]) -> tuple[str, str, dict[str, int]
     }
     if totals["pro_debater"] == totals["con_debater"]:
         reason = f"both sides scored {totals['pro_debater']} of {most}."
-        leads = [f"{_title(r).lower()} on {', '.join(ahead[r])}" for r in ROLES if ahead[r]]
+        leads = [f"{_title(r).lower()} on {_listing(ahead[r])}" for r in ROLES if ahead[r]]
         if leads:
             reason += f" Ahead: {'; '.join(leads)}."
         return TIE, reason[0].upper() + reason[1:], totals
@@ -303,7 +307,7 @@ def verdict(scores: dict[str, dict[str, int]]) -> tuple[str, str, dict[str, int]
     loser = _other(winner)
     reason = (
         f"{_title(winner)} {totals[winner]} of {most}, {_title(loser).lower()} "
-        f"{totals[loser]}; ahead on {', '.join(ahead[winner])}."
+        f"{totals[loser]}; ahead on {_listing(ahead[winner])}."
     )
     return winner, reason, totals
 
@@ -369,7 +373,7 @@ class DebateJudge(GreenAgent):
             f"Pro debater argues: {pro}",
             f"Con debater argues: {con}",
             f"{rounds} round{'s' if rounds != 1 else ''}; then the judge scores each side "
-            f"from 0 to 10 on {', '.join(c.replace('_', ' ') for c in CRITERIA)}.",
+            f"from 0 to 10 on {_listing([c.replace('_', ' ') for c in CRITERIA])}.",
             f"Judge's model: {llm.model} ({llm.name}).",
         ]
         if llm.name == "embedded":

@@ -60,6 +60,7 @@ def test_the_valid_options_include_the_providers() -> None:
         build("helper=llm?provider=embedded&nope=1")
 
 
+@pytest.mark.timeout(900)  # a process start: slow on a busy machine, never a failure for it
 def test_serve_refuses_an_unknown_option_in_one_line() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "a2a_hub", "serve", "--agent", "llm?instructions=hi", "--port", "1"],

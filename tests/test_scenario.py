@@ -416,6 +416,7 @@ def test_kill_9_of_the_runner_takes_every_agent_down(tmp_path: Path, leftovers: 
     assert_all_gone(found)
 
 
+@slow_ok
 def test_scenario_errors_keep_their_brackets(tmp_path: Path) -> None:
     bad = tmp_path / "green.toml"
     bad.write_text('green_agent = "not a table"\n')

@@ -221,6 +221,8 @@ def _dies_with_runner() -> Callable[[], None] | None:
         prctl = libc.prctl
     except (OSError, AttributeError):
         return None
+    prctl.argtypes = [ctypes.c_int, *[ctypes.c_ulong] * 4]
+    prctl.restype = ctypes.c_int
     runner = os.getpid()
 
     def preexec() -> None:

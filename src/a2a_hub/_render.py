@@ -8,6 +8,7 @@ import msgspec
 from rich.console import Console
 from rich.json import JSON
 from rich.table import Table
+from rich.text import Text
 
 from a2a_hub.protocol.types import (
     AgentCard,
@@ -19,7 +20,14 @@ from a2a_hub.protocol.types import (
     TaskState,
 )
 
-__all__ = ["EventPrinter", "print_card", "print_result", "print_tasks", "to_json"]
+__all__ = [
+    "EventPrinter",
+    "print_card",
+    "print_error",
+    "print_result",
+    "print_tasks",
+    "to_json",
+]
 
 _STYLE = {
     TaskState.COMPLETED: "green",
@@ -34,6 +42,11 @@ _STYLE = {
 def to_json(value: object) -> str:
     """Canonical JSON of any wire value, indented."""
     return msgspec.json.format(msgspec.json.encode(value), indent=2).decode()
+
+
+def print_error(console: Console, message: str) -> None:
+    """``error: message``, the message printed as it is (brackets in it are not markup)."""
+    console.print(Text.assemble(("error:", "red"), f" {message}"), highlight=False)
 
 
 def _part_text(part: Part) -> str | None:
@@ -54,7 +67,7 @@ def print_parts(console: Console, parts: Sequence[Part], *, prefix: str = "") ->
             console.print(f"{prefix}{text}", markup=False, highlight=False)
         elif part.data is not msgspec.UNSET:
             if prefix:
-                console.print(prefix.rstrip(), markup=False)
+                console.print(prefix.rstrip(), markup=False, highlight=False)
             console.print(JSON(msgspec.json.encode(part.data).decode()))
 
 
@@ -65,7 +78,7 @@ def print_message(console: Console, message: Message, label: str = "agent") -> N
 
 def print_artifact(console: Console, artifact: Artifact) -> None:
     """An artifact with its name."""
-    console.print(f"[bold]artifact {artifact.name or artifact.artifact_id}[/bold]")
+    console.print(Text(f"artifact {artifact.name or artifact.artifact_id}", style="bold"))
     print_parts(console, artifact.parts, prefix="  ")
 
 
@@ -76,8 +89,12 @@ def print_result(console: Console, result: Task | Message) -> None:
         return
     state = result.status.state
     console.print(
-        f"task {result.id} [{_STYLE.get(state, 'cyan')}]{state.label}[/]"
-        f"  (context {result.context_id})"
+        Text.assemble(
+            f"task {result.id} ",
+            (state.label, _STYLE.get(state, "cyan")),
+            f"  (context {result.context_id})",
+        ),
+        highlight=False,
     )
     if result.status.message is not None:
         print_message(console, result.status.message)
@@ -92,21 +109,22 @@ def print_tasks(console: Console, tasks: Sequence[Task], next_token: str, total:
         message = task.status.message
         text = "" if message is None else " ".join(p.text or "" for p in message.parts)[:60]
         table.add_row(
-            task.id,
-            task.context_id,
-            task.status.state.label,
-            task.status.timestamp or "",
-            text,
+            Text(task.id),
+            Text(task.context_id),
+            Text(task.status.state.label),
+            Text(task.status.timestamp or ""),
+            Text(text),
         )
     console.print(table)
     console.print(
-        f"{len(tasks)} of {total} tasks" + (f"; next page: {next_token}" if next_token else "")
+        f"{len(tasks)} of {total} tasks" + (f"; next page: {next_token}" if next_token else ""),
+        markup=False,
     )
 
 
 def print_card(console: Console, card: AgentCard) -> None:
     """The essentials of an agent card."""
-    console.print(f"[bold]{card.name}[/bold] {card.version}", highlight=False)
+    console.print(Text.assemble((card.name, "bold"), f" {card.version}"), highlight=False)
     console.print(card.description, markup=False)
     caps = card.capabilities
     console.print(
@@ -114,10 +132,13 @@ def print_card(console: Console, card: AgentCard) -> None:
     )
     table = Table("binding", "version", "url")
     for iface in card.supported_interfaces:
-        table.add_row(iface.protocol_binding, iface.protocol_version, iface.url)
+        table.add_row(Text(iface.protocol_binding), Text(iface.protocol_version), Text(iface.url))
     console.print(table)
     for skill in card.skills:
-        console.print(f"skill [bold]{skill.name}[/bold]: {skill.description}", highlight=False)
+        console.print(
+            Text.assemble("skill ", (skill.name, "bold"), f": {skill.description}"),
+            highlight=False,
+        )
 
 
 class EventPrinter:
@@ -142,12 +163,12 @@ class EventPrinter:
         elif event.task is not None:
             self._end_line()
             task = event.task
-            c.print(f"[dim]task {task.id} {task.status.state.label}[/dim]")
+            c.print(Text(f"task {task.id} {task.status.state.label}", style="dim"))
         elif event.status_update is not None:
             self._end_line()
             status = event.status_update.status
             style = _STYLE.get(status.state, "dim")
-            c.print(f"[{style}]· {status.state.label}[/]")
+            c.print(Text(f"· {status.state.label}", style=style))
             if status.message is not None:
                 label = "agent asks" if status.state.interrupted else "agent"
                 print_message(c, status.message, label)
@@ -157,7 +178,7 @@ class EventPrinter:
             if art.artifact_id not in self._shown_artifacts:
                 self._end_line()
                 self._shown_artifacts.add(art.artifact_id)
-                c.print(f"[bold]artifact {art.name or art.artifact_id}[/bold]")
+                c.print(Text(f"artifact {art.name or art.artifact_id}", style="bold"))
             for part in art.parts:
                 if part.text is not None:
                     c.print(part.text, end="", markup=False, highlight=False)

@@ -9,8 +9,6 @@ it a handy peer for multi-turn tests.
 
 from __future__ import annotations
 
-from typing import Any
-
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater
 
 __all__ = ["EchoExecutor"]
@@ -31,7 +29,7 @@ class EchoExecutor(AgentExecutor):
         }
     ]
 
-    def __init__(self, reply: str = "task", ask: str = "input?", **_: Any) -> None:
+    def __init__(self, reply: str = "task", ask: str = "input?") -> None:
         if reply not in ("task", "message"):
             raise ValueError(f"echo option reply must be 'task' or 'message', not {reply!r}")
         self.reply_mode = reply

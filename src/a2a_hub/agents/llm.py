@@ -10,13 +10,51 @@ it is in the history of the next turn.  A provider that keeps failing (timeouts,
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater, text_of
-from a2a_hub.llm import ChatMessage, LazyProvider, LLMError, LLMProvider
+from a2a_hub.llm import ChatMessage, LazyProvider, LLMError, LLMProvider, provider_class
 from a2a_hub.protocol.types import Message, Role
 
-__all__ = ["LLMExecutor", "chat_messages"]
+__all__ = ["LLMExecutor", "chat_messages", "check_provider_options"]
+
+_NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def _named_parameters(cls: type, last: type) -> list[str]:
+    """The named ``__init__`` parameters of ``cls`` and its bases, down to ``last``."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is not None:
+            for name, param in inspect.signature(init).parameters.items():
+                if name != "self" and param.kind in _NAMED and name not in names:
+                    names.append(name)
+        if klass is last:
+            break
+    return names
+
+
+def check_provider_options(
+    cls: type, last: type, provider: str | None, options: dict[str, Any]
+) -> None:
+    """Refuse ``options`` the provider's constructor does not take (ValueError listing the
+    valid ones: the named parameters of ``cls`` down to ``last``, then the provider's)."""
+    kind = provider_class(provider)  # ValueError naming the known providers
+    takes = [
+        name
+        for name, param in inspect.signature(kind).parameters.items()
+        if param.kind in _NAMED and name not in ("model", "base_url", "api_key")
+    ]
+    unknown = sorted(set(options) - set(takes))
+    if unknown:
+        plural = "s" if len(unknown) > 1 else ""
+        raise ValueError(
+            f"unknown option{plural} {', '.join(map(repr, unknown))} for {cls.__name__}; valid "
+            f"options: {', '.join(_named_parameters(cls, last))}; and for LLM provider "
+            f"{kind.name}: {', '.join(takes) or 'none'}"
+        )
 
 
 def chat_messages(
@@ -62,6 +100,7 @@ class LLMExecutor(AgentExecutor):
         self.max_tokens = int(max_tokens)
         self.temperature = float(temperature)
         self.history_turns = int(history_turns)
+        check_provider_options(type(self), LLMExecutor, provider, options)
         self._llm = LazyProvider(
             provider, model=model, base_url=base_url, api_key=api_key, **options
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
 from a2a_hub.agents.echo import EchoExecutor
@@ -10,7 +11,7 @@ from a2a_hub.agents.llm import LLMExecutor
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.settings import AgentSpec, SettingsError
 
-__all__ = ["KINDS", "build_executor", "load_class"]
+__all__ = ["KINDS", "build_executor", "check_options", "load_class"]
 
 KINDS: dict[str, type[AgentExecutor]] = {"echo": EchoExecutor, "llm": LLMExecutor}
 
@@ -49,7 +50,31 @@ def build_executor(spec: AgentSpec) -> AgentExecutor:
             f"agent {spec.id!r}: unknown kind {spec.kind!r}; known kinds: "
             f"{', '.join([*KINDS, 'python'])}"
         )
+    check_options(spec, cls)
     try:
         return cls(**spec.options)
-    except (TypeError, ValueError) as exc:
+    except ValueError as exc:  # the class's own check of its options
+        raise SettingsError(f"agent {spec.id!r}: {exc}") from None
+    except TypeError as exc:
         raise SettingsError(f"agent {spec.id!r}: bad options {spec.options!r}: {exc}") from None
+
+
+def check_options(spec: AgentSpec, cls: type[AgentExecutor]) -> None:
+    """Refuse options the executor's constructor does not name (unless it takes ``**kwargs``,
+    and then checks them itself), listing the valid ones."""
+    params = inspect.signature(cls).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return
+    names = [
+        p.name
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    ]
+    unknown = sorted(set(spec.options) - set(names))
+    if unknown:
+        what = spec.executor if spec.kind == "python" else f"kind {spec.kind!r}"
+        plural = "s" if len(unknown) > 1 else ""
+        raise SettingsError(
+            f"agent {spec.id!r}: unknown option{plural} {', '.join(map(repr, unknown))} for "
+            f"{what}; valid options: {', '.join(names) or 'none'}"
+        )

@@ -35,6 +35,7 @@ __all__ = [
     "LazyProvider",
     "default_settings",
     "get_provider",
+    "provider_class",
     "set_default_settings",
     "structured",
 ]
@@ -56,6 +57,25 @@ def set_default_settings(settings: LLMSettings) -> None:
     _defaults = settings
 
 
+def provider_class(name: str | None = None) -> type[LLMProvider]:
+    """The class of the provider called ``name`` (default: the default settings' provider,
+    else ``embedded``), imported but not constructed; ValueError for an unknown name."""
+    chosen = (name or _defaults.provider or "embedded").strip().lower()
+    if chosen == "scripted":
+        from a2a_hub.llm.scripted import ScriptedProvider
+
+        return ScriptedProvider
+    if chosen == "openai":
+        from a2a_hub.llm.openai import OpenAIProvider
+
+        return OpenAIProvider
+    if chosen == "embedded":
+        from a2a_hub.llm.embedded import EmbeddedProvider
+
+        return EmbeddedProvider
+    raise ValueError(f"unknown LLM provider {chosen!r}; known providers: {', '.join(PROVIDERS)}")
+
+
 def get_provider(
     name: str | None = None,
     *,
@@ -73,26 +93,15 @@ def get_provider(
     :class:`LLMError` when the embedded model is not installed (naming the pip commands).
     """
     settings = settings or _defaults
-    chosen = (name or settings.provider or "embedded").strip().lower()
+    cls = provider_class(name or settings.provider)
     model = model or settings.model
-    if chosen == "scripted":
-        from a2a_hub.llm.scripted import ScriptedProvider
-
-        return ScriptedProvider(model=model, **options)
-    if chosen == "openai":
-        from a2a_hub.llm.openai import OpenAIProvider
-
-        return OpenAIProvider(
-            model=model,
-            base_url=base_url or settings.base_url,
-            api_key=api_key or settings.api_key,
+    if cls.__name__ == "OpenAIProvider":
+        options = {
+            "base_url": base_url or settings.base_url,
+            "api_key": api_key or settings.api_key,
             **options,
-        )
-    if chosen == "embedded":
-        from a2a_hub.llm.embedded import EmbeddedProvider
-
-        return EmbeddedProvider(model=model, **options)
-    raise ValueError(f"unknown LLM provider {chosen!r}; known providers: {', '.join(PROVIDERS)}")
+        }
+    return cls(model=model, **options)  # type: ignore[call-arg]
 
 
 class LazyProvider:

@@ -97,11 +97,21 @@ def _runtime() -> Any:
 
 
 def default_threads() -> int:
-    """The number of CPU cores this process may run on."""
+    """The CPU threads to run a model on: the cores this process may use, less those already
+    busy (the one-minute load average), at least one.
+
+    llama.cpp's threads wait for each other by spinning, so on a busy machine more threads
+    than idle cores make generation several times slower, not faster.
+    """
     try:
-        return len(os.sched_getaffinity(0)) or 1
+        cores = len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - no load average here
+        busy = 0.0
+    return max(1, min(cores, int(cores - busy + 0.5)))
 
 
 def context_size(n_ctx: int) -> int:
@@ -235,7 +245,7 @@ class EmbeddedProvider(LLMProvider):
     ``model`` may name the default model (``None``, ``smollm2``, ``SmolLM2-135M-Instruct``)
     or be the path of another ``.gguf`` file.  ``n_ctx`` is the context window in tokens
     (llama.cpp rounds it up to a multiple of 256),
-    ``n_threads`` the CPU threads (default: all cores this process may use), ``n_parallel``
+    ``n_threads`` the CPU threads (default: :func:`default_threads`), ``n_parallel``
     the requests decoded at once (each gets ``n_ctx / n_parallel`` tokens of context),
     ``seed`` fixes sampling for reproducible replies.  When a conversation outgrows the
     context, its oldest non-system messages are dropped until it fits.

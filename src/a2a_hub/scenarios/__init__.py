@@ -7,9 +7,10 @@ from a2a_hub.scenarios.green import (
     parse_eval_request,
     talk_to_agent,
 )
-from a2a_hub.scenarios.models import EvalRequest, EvalResult
+from a2a_hub.scenarios.models import TIE, EvalRequest, EvalResult
 
 __all__ = [
+    "TIE",
     "EvalRequest",
     "EvalResult",
     "GreenAgent",

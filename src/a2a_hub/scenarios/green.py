@@ -18,7 +18,7 @@ import msgspec
 from a2a_hub.client import A2AClient, Conversation
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater, text_of
 from a2a_hub.protocol.types import Message, Part, Task, TaskState
-from a2a_hub.scenarios.models import EvalRequest, EvalResult
+from a2a_hub.scenarios.models import TIE, EvalRequest, EvalResult
 
 __all__ = ["GreenAgent", "ParticipantError", "Participants", "parse_eval_request", "talk_to_agent"]
 
@@ -62,8 +62,11 @@ class Participants:
         self._clients: dict[str, A2AClient] = {}
         self._conversations: dict[str, Conversation] = {}
 
-    async def talk(self, url: str, text: str, *, new_conversation: bool = False) -> str:
-        """Send ``text`` to the agent at ``url`` and return its answer.
+    async def talk(
+        self, url: str, content: str | Message, *, new_conversation: bool = False
+    ) -> str:
+        """Send ``content`` (text, or a message with metadata) to the agent at ``url`` and
+        return the text of its answer.
 
         An ``input-required`` answer is returned like any other (the next call
         continues that task); a failed, rejected or canceled task raises
@@ -79,7 +82,7 @@ class Participants:
         if conversation is None or new_conversation:
             conversation = self._conversations[url] = Conversation(client)
         try:
-            reply = await conversation.send(text)
+            reply = await conversation.send(content)
         except Exception as exc:
             raise ParticipantError(f"the agent at {url} failed: {exc}") from exc
         if isinstance(reply, Task) and reply.status.state in (
@@ -102,9 +105,9 @@ class Participants:
 _default = Participants()
 
 
-async def talk_to_agent(url: str, text: str, new_conversation: bool = False) -> str:
+async def talk_to_agent(url: str, content: str | Message, new_conversation: bool = False) -> str:
     """Talk to the agent at ``url``, one conversation per agent (see :class:`Participants`)."""
-    return await _default.talk(url, text, new_conversation=new_conversation)
+    return await _default.talk(url, content, new_conversation=new_conversation)
 
 
 class GreenAgent(AgentExecutor):
@@ -147,4 +150,6 @@ class GreenAgent(AgentExecutor):
             return
         data = msgspec.to_builtins(result)
         await updater.artifact([Part(text=result.reason), Part(data=data)], name="Result")
-        await updater.complete(f"Winner: {result.winner}")
+        await updater.complete(
+            "Result: a tie" if result.winner == TIE else f"Winner: {result.winner}"
+        )

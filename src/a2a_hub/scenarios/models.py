@@ -6,7 +6,10 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["EvalRequest", "EvalResult"]
+__all__ = ["TIE", "EvalRequest", "EvalResult"]
+
+#: The ``winner`` of an evaluation that no side won.
+TIE = "tie"
 
 
 class EvalRequest(msgspec.Struct, forbid_unknown_fields=False):
@@ -18,7 +21,8 @@ class EvalRequest(msgspec.Struct, forbid_unknown_fields=False):
 
 
 class EvalResult(msgspec.Struct):
-    """The outcome: the winning role, why, and the scores (role → criterion → score)."""
+    """The outcome: the winning role (or :data:`TIE`), why, and the scores (role → criterion
+    → score)."""
 
     winner: str
     reason: str

@@ -16,6 +16,7 @@ the answer for an unknown task, before anything could reveal that it exists.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.engine.cluster import Cluster
@@ -161,6 +162,11 @@ class TaskEngine:
     def live(self, task_id: str) -> TaskRun | None:
         """The running execution of a task in this process, if any."""
         return self._runs.get(task_id)
+
+    @property
+    def runs(self) -> Mapping[str, TaskRun]:
+        """The tasks whose executor runs in this process: task id -> run (do not change)."""
+        return self._runs
 
     async def _record(self, task_id: str, caller: Caller) -> StoredTask:
         """The stored task, or not-found when there is none or ``caller`` may not see it."""

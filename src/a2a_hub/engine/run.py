@@ -49,6 +49,33 @@ log = logging.getLogger("a2a_hub.engine")
 class TaskRun:
     """The live state of one task while its executor runs (see module docstring)."""
 
+    __slots__ = (
+        "_flush_lock",
+        "_unflushed",
+        "agent_id",
+        "bound",
+        "cancel_requested",
+        "cluster",
+        "context_id",
+        "ctx",
+        "driver",
+        "events",
+        "executing",
+        "executor",
+        "finished",
+        "flusher",
+        "leased",
+        "owner",
+        "pubsub",
+        "runs",
+        "seq",
+        "settled",
+        "store",
+        "task",
+        "task_id",
+        "updater",
+    )
+
     def __init__(
         self,
         ctx: RequestContext,

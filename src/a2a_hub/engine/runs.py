@@ -79,6 +79,7 @@ class Runs(dict[str, TaskRun]):
                 return self._continue(record, message, request, caller)
             if record is not None or message.task_id is not None:
                 raise not_found(task_id, CONTINUE_HINT)
+        owner = caller.owner
         task_id = task_id or new_id()
         context_id = message.context_id or new_id()
         if message.task_id != task_id or message.context_id != context_id:
@@ -90,10 +91,10 @@ class Runs(dict[str, TaskRun]):
             context_id=context_id,
             configuration=config,
             metadata=request.metadata,
-            context_loader=self._context_loader(context_id, task_id, caller.owner),
+            context_loader=self._context_loader(context_id, task_id, owner),
         )
         self.refuse_if_running(task_id, caller)
-        return self._add(ctx, caller.owner, bound=new_task_id is not None)
+        return self._add(ctx, owner, bound=new_task_id is not None)
 
     def _continue(
         self, record: StoredTask, message: Message, request: SendMessageRequest, caller: Caller

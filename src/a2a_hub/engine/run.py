@@ -76,10 +76,9 @@ class TaskRun:
         "updater",
     )
 
-    def __init__(
+    def __init__(  # positional on the hot path: a class call with keywords builds a dict
         self,
         ctx: RequestContext,
-        *,
         executor: AgentExecutor,
         store: Store,
         pubsub: PubSub,

@@ -94,7 +94,7 @@ class Runs(dict[str, TaskRun]):
             context_loader=self._context_loader(context_id, task_id, owner),
         )
         self.refuse_if_running(task_id, caller)
-        return self._add(ctx, owner, bound=new_task_id is not None)
+        return self._add(ctx, owner, None, 0, new_task_id is not None)
 
     def _continue(
         self, record: StoredTask, message: Message, request: SendMessageRequest, caller: Caller
@@ -118,7 +118,7 @@ class Runs(dict[str, TaskRun]):
             history=list(task.history or []),
             artifacts=None if task.artifacts is None else list(task.artifacts),
         )
-        run = self._add(ctx, owner, task=live, seq=seq)
+        run = self._add(ctx, owner, live, seq)
         run.emit(StreamResponse(message=message))
         return run
 
@@ -126,23 +126,22 @@ class Runs(dict[str, TaskRun]):
         self,
         ctx: RequestContext,
         owner: str | None,
-        *,
         task: Task | None = None,
         seq: int = 0,
         bound: bool = False,
     ) -> TaskRun:
         run = TaskRun(
             ctx,
-            executor=self.executor,
-            store=self.store,
-            pubsub=self.pubsub,
-            flusher=self.flusher,
-            runs=self,
-            cluster=self.cluster,
-            owner=owner,
-            task=task,
-            seq=seq,
-            bound=bound,
+            self.executor,
+            self.store,
+            self.pubsub,
+            self.flusher,
+            self,
+            self.cluster,
+            owner,
+            task,
+            seq,
+            bound,
         )
         self[ctx.task_id] = run
         return run

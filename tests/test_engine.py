@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable, Sequence
 
+import msgspec
 import pytest
 from sample_agents import CrashExecutor, LazyExecutor, PizzaExecutor, RuleBreaker, SlowExecutor
 
 from a2a_hub.agents.echo import EchoExecutor
 from a2a_hub.engine import TaskEngine
+from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.protocol.errors import (
     InvalidParamsError,
     TaskNotCancelableError,
@@ -26,6 +29,7 @@ from a2a_hub.protocol.types import (
     Task,
     TaskState,
 )
+from a2a_hub.stores.base import StoredTask, TaskEvent, TaskPage, TaskQuery
 from a2a_hub.stores.memory import MemoryStore
 
 
@@ -245,3 +249,123 @@ async def test_list_filters_and_pages_newest_first() -> None:
     for size in (0, 101):
         with pytest.raises(InvalidParamsError, match="pageSize"):
             await eng.list_tasks(ListTasksRequest(page_size=size))
+
+
+class OwnerStore(MemoryStore):
+    """A memory store that keeps each task's owner (recorded at creation) and lists by it,
+    and remembers the owner passed with every save."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owners: dict[str, str | None] = {}
+        self.saved_with: dict[str, list[str | None]] = {}
+
+    async def save_task(
+        self,
+        agent_id: str,
+        task: Task,
+        events: Sequence[TaskEvent] = (),
+        *,
+        owner: str | None = None,
+    ) -> None:
+        await super().save_task(agent_id, task, events, owner=owner)
+        self.owners.setdefault(task.id, owner)
+        self.saved_with.setdefault(task.id, []).append(owner)
+
+    async def get_task_record(self, agent_id: str, task_id: str) -> StoredTask | None:
+        record = await super().get_task_record(agent_id, task_id)
+        return None if record is None else record._replace(owner=self.owners.get(task_id))
+
+    async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
+        if query.owner is None:
+            return await super().list_tasks(agent_id, query)
+        every = msgspec.structs.replace(query, owner=None, page_size=10_000, page_token=None)
+        page = await super().list_tasks(agent_id, every)
+        tasks = [t for t in page.tasks if self.owners.get(t.id) == query.owner]
+        return TaskPage(tasks=tasks[: query.page_size], next_page_token="", total_size=len(tasks))
+
+
+ALICE = Caller(principal="alice", key_id="k1", scopes=frozenset({"invoke"}))
+BOB = Caller(principal="bob", key_id="k2", scopes=frozenset({"invoke"}))
+AUDITOR = Caller(principal="carol", key_id="k3", scopes=frozenset({"read-all"}))
+
+
+async def refusal(call: Awaitable[object], task_id: str) -> tuple[type, str, object]:
+    """The error a call ends with, the task id blanked out (to compare two refusals)."""
+    with pytest.raises(Exception) as caught:
+        await call
+    error = caught.value
+    data = getattr(error, "data", None)
+    return type(error), str(error).replace(task_id, "ID"), repr(data).replace(task_id, "ID")
+
+
+async def test_a_caller_sees_only_its_own_tasks_as_if_the_others_did_not_exist() -> None:
+    store = OwnerStore()
+    eng = engine(PizzaExecutor(), store)
+    task = await eng.send(req("pizza"), caller=ALICE)
+    assert isinstance(task, Task) and task.status.state is TaskState.INPUT_REQUIRED
+    assert store.owners[task.id] == "alice"
+    ghost = "no-such-task"
+    # every way bob could reach alice's task answers exactly as for an unknown id
+    for probe in (
+        lambda c, t: eng.get_task(t, caller=c),
+        lambda c, t: eng.cancel_task(t, caller=c),
+        lambda c, t: eng.subscribe(t, caller=c),
+        lambda c, t: eng.subscribe(t, after=0, caller=c),
+        lambda c, t: eng.send(req("pepperoni", task_id=t), caller=c),
+    ):
+        hidden = await refusal(probe(BOB, task.id), task.id)
+        unknown = await refusal(probe(BOB, ghost), ghost)
+        assert hidden == unknown and hidden[0] is TaskNotFoundError
+    assert (await eng.list_tasks(ListTasksRequest(), caller=BOB)).tasks == []
+    # its owner, an auditor (read-all) and an open hub (anonymous) see it
+    for caller in (ALICE, AUDITOR, ANONYMOUS):
+        assert (await eng.get_task(task.id, caller=caller)).id == task.id
+        listed = await eng.list_tasks(ListTasksRequest(), caller=caller)
+        assert [t.id for t in listed.tasks] == [task.id]
+    # nothing bob did changed it; alice continues it, and it stays hers
+    assert (await eng.get_task(task.id)).status.state is TaskState.INPUT_REQUIRED
+    done = await eng.send(req("margherita", task_id=task.id), caller=ALICE)
+    assert isinstance(done, Task) and done.status.state is TaskState.COMPLETED
+    assert set(store.saved_with[task.id]) == {"alice"}
+    # a finished task is as unknown to bob as ever (not "completed")
+    with pytest.raises(TaskNotFoundError):
+        await eng.send(req("x", task_id=task.id), caller=BOB)
+
+
+async def test_a_running_task_is_hidden_too_and_keeps_its_owner() -> None:
+    SlowExecutor.started = asyncio.Event()
+    SlowExecutor.canceled_calls = 0
+    store = OwnerStore()
+    eng = engine(SlowExecutor(), store)
+    feed = eng.feed()
+    pending = asyncio.ensure_future(eng.send(req("work"), caller=ALICE))
+    await asyncio.wait_for(SlowExecutor.started.wait(), 5)
+    task_id = (await feed.next()).task_id  # type: ignore[union-attr]
+    feed.close()
+    assert eng.live(task_id) is not None
+    for probe in (
+        eng.get_task(task_id, caller=BOB),
+        eng.cancel_task(task_id, caller=BOB),
+        eng.subscribe(task_id, caller=BOB),
+        eng.send(req("more", task_id=task_id), caller=BOB),
+    ):
+        with pytest.raises(TaskNotFoundError):
+            await probe
+    assert SlowExecutor.canceled_calls == 0 and not pending.done()
+    with pytest.raises(UnsupportedOperationError, match="still working"):
+        await eng.send(req("more", task_id=task_id), caller=ALICE)
+    canceled = await eng.cancel_task(task_id, caller=ALICE)
+    assert canceled.status.state is TaskState.CANCELED
+    await asyncio.wait_for(pending, 5)
+    assert set(store.saved_with[task_id]) == {"alice"}
+
+
+async def test_a_client_chosen_id_of_someone_elses_task_is_not_taken_over() -> None:
+    store = OwnerStore()
+    eng = engine(PizzaExecutor(), store)
+    await eng.send(req("pizza"), new_task_id="mine", caller=ALICE)
+    with pytest.raises(TaskNotFoundError):
+        await eng.send(req("pepperoni"), new_task_id="mine", caller=BOB)
+    assert store.owners["mine"] == "alice"
+    assert (await eng.get_task("mine", caller=ALICE)).status.state is TaskState.INPUT_REQUIRED

@@ -197,10 +197,10 @@ async def test_disconnect_does_not_cancel_and_replay_of_a_finished_task(
     task_id = head[0].data["result"]["task"]["id"]
     engine = server.hub.agents["chatty"].engine
     for _ in range(200):  # the server noticed the client leaving and dropped its subscription
-        if task_id not in engine._topics:
+        if task_id not in engine.pubsub.topics:
             break
         await asyncio.sleep(0.01)
-    assert task_id not in engine._topics
+    assert task_id not in engine.pubsub.topics
     for _ in range(200):
         got = (await http.post(url, headers=V10, json=rpc_body("GetTask", {"id": task_id}))).json()
         if got["result"]["status"]["state"] == "TASK_STATE_COMPLETED":
@@ -336,7 +336,7 @@ async def test_a_stalled_subscriber_does_not_hold_anyone_back(
         )
         assert [f.id for f in got] == list(range(1, 1001))
         engine = server.hub.agents["big"].engine
-        stalled = [sub for subs in engine._topics.values() for sub in subs]
+        stalled = [sub for subs in engine.pubsub.topics.values() for sub in subs]
         assert stalled, "the stalled subscriber is still attached"
         assert all(len(sub.buffer) <= sub.limit for sub in stalled)
         assert any(sub.overflows for sub in stalled), "it fell behind and was cut loose"

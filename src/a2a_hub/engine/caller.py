@@ -38,15 +38,19 @@ class Caller:
         """The owner recorded on the tasks this caller creates (``None``: anonymous)."""
         return self.principal
 
+    @property
+    def sees_all(self) -> bool:
+        """True for callers who see every task: anonymous (an open hub), ``read-all``
+        and ``admin`` keys."""
+        return self.anonymous or "read-all" in self.scopes or "admin" in self.scopes
+
     def sees(self, owner: str | None) -> bool:
         """Whether this caller may see a task owned by ``owner``.
 
         Anonymous callers (an open hub) and ``read-all`` keys see every task;
         anyone else sees the tasks it created.
         """
-        if self.anonymous or "read-all" in self.scopes or "admin" in self.scopes:
-            return True
-        return owner == self.principal
+        return self.sees_all or owner == self.principal
 
 
 #: The caller of every request on an open hub (no credentials).

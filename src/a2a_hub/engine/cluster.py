@@ -22,17 +22,33 @@ import os
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from a2a_hub.engine.ending import fail_orphan
+from a2a_hub.engine.pubsub import PubSub
+from a2a_hub.stores.base import Store
 from a2a_hub.stores.coordinator import Coordinator, Signal
 
-if TYPE_CHECKING:
-    from a2a_hub.engine.engine import TaskEngine
-    from a2a_hub.stores.base import Store
-
-__all__ = ["Cluster"]
+__all__ = ["Cluster", "Member"]
 
 log = logging.getLogger("a2a_hub.cluster")
+
+
+class Member(Protocol):
+    """What the cluster needs of one agent's engine in this instance."""
+
+    @property
+    def pubsub(self) -> PubSub:
+        """Where the failure of an orphaned task is published."""
+        ...
+
+    def live(self, task_id: str) -> object | None:
+        """The task's run if it runs here (then it is no orphan), else ``None``."""
+        ...
+
+    async def cancel_task(self, task_id: str) -> object:
+        """Cancel a task (a ``cancel`` signal from another instance)."""
+        ...
 
 
 class Cluster:
@@ -46,7 +62,8 @@ class Cluster:
         self.id = instance_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.orphan_timeout = orphan_timeout
         self.lease_ttl = orphan_timeout * 0.75
-        self.engines: dict[str, TaskEngine] = {}
+        #: Agent id -> its engine here (each engine joins when it is created).
+        self.engines: dict[str, Member] = {}
         self._loops: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -81,8 +98,6 @@ class Cluster:
 
     async def _reap(self) -> None:
         """Fail the tasks of instances that stopped renewing their leases."""
-        from a2a_hub.engine.engine import fail_orphan
-
         for agent_id, task_id, owner in await self.coordinator.claim_expired(self.id):
             engine = self.engines.get(agent_id)
             if engine is not None and engine.live(task_id) is not None:
@@ -91,7 +106,9 @@ class Cluster:
                 f"the a2a-hub instance running this task ({owner}) stopped: no heartbeat "
                 f"for {self.orphan_timeout:g} s; send the message again to start over"
             )
-            await fail_orphan(self.store, agent_id, task_id, reason, engine)
+            await fail_orphan(
+                self.store, agent_id, task_id, reason, None if engine is None else engine.pubsub
+            )
 
     async def _listen(self) -> None:
         while True:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from a2a_hub.engine.state import new_id
 from a2a_hub.protocol.types import (
@@ -44,9 +44,6 @@ from a2a_hub.protocol.types import (
     Task,
     TaskState,
 )
-
-if TYPE_CHECKING:
-    from a2a_hub.engine.run import TaskRun
 
 __all__ = ["AgentExecutor", "RequestContext", "TaskUpdater", "text_of"]
 
@@ -97,6 +94,26 @@ class RequestContext:
         return [*earlier, *self.history]
 
 
+class _Run(Protocol):
+    """What the updater drives: the task's run (:class:`a2a_hub.engine.run.TaskRun`)."""
+
+    @property
+    def task_id(self) -> str: ...
+
+    @property
+    def context_id(self) -> str: ...
+
+    async def reply(self, content: str | Sequence[Part] | Message) -> None: ...
+
+    async def start(self) -> None: ...
+
+    async def set_status(
+        self, state: TaskState, content: str | Sequence[Part] | Message | None
+    ) -> None: ...
+
+    async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None: ...
+
+
 class TaskUpdater:
     """The executor's handle to answer; every method is a coroutine.
 
@@ -106,7 +123,7 @@ class TaskUpdater:
 
     __slots__ = ("_run",)
 
-    def __init__(self, run: TaskRun) -> None:
+    def __init__(self, run: _Run) -> None:
         self._run = run
 
     @property

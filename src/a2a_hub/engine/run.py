@@ -8,6 +8,10 @@ store.  Queued events are written in one ``save_task`` when the task settles
 non-blocking send must acknowledge the task, or after ``flush_delay`` seconds of
 an executor that keeps working — so a blocking request that finishes at once
 costs a single store write.
+
+A run is given the pieces it works with (the executor, the store, the agent's
+:class:`PubSub`, the engine's :class:`Flusher` and registry of runs, the
+:class:`Cluster`), never the engine itself.
 """
 
 from __future__ import annotations
@@ -15,11 +19,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import msgspec
 
-from a2a_hub.engine.executor import RequestContext, TaskUpdater
+from a2a_hub.engine.cluster import Cluster
+from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater
+from a2a_hub.engine.flusher import Flusher
+from a2a_hub.engine.pubsub import PubSub
 from a2a_hub.engine.state import InvalidTransitionError, apply_event, check_transition, timestamp
 from a2a_hub.protocol.errors import InternalError
 from a2a_hub.protocol.types import (
@@ -33,10 +39,7 @@ from a2a_hub.protocol.types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
-from a2a_hub.stores.base import TaskEvent
-
-if TYPE_CHECKING:
-    from a2a_hub.engine.engine import TaskEngine
+from a2a_hub.stores.base import LogConflictError, Store, TaskEvent
 
 __all__ = ["TaskRun"]
 
@@ -46,17 +49,58 @@ log = logging.getLogger("a2a_hub.engine")
 class TaskRun:
     """The live state of one task while its executor runs (see module docstring)."""
 
-    def __init__(
+    __slots__ = (
+        "_flush_lock",
+        "_unflushed",
+        "agent_id",
+        "bound",
+        "cancel_requested",
+        "cluster",
+        "context_id",
+        "ctx",
+        "driver",
+        "events",
+        "executing",
+        "executor",
+        "finished",
+        "flusher",
+        "leased",
+        "owner",
+        "pubsub",
+        "runs",
+        "seq",
+        "settled",
+        "store",
+        "task",
+        "task_id",
+        "updater",
+    )
+
+    def __init__(  # positional on the hot path: a class call with keywords builds a dict
         self,
-        engine: TaskEngine,
         ctx: RequestContext,
-        *,
+        executor: AgentExecutor,
+        store: Store,
+        pubsub: PubSub,
+        flusher: Flusher,
+        runs: dict[str, TaskRun],
+        cluster: Cluster | None = None,
+        owner: str | None = None,
         task: Task | None = None,
         seq: int = 0,
         bound: bool = False,
     ) -> None:
-        self.engine = engine
         self.ctx = ctx
+        self.agent_id = ctx.agent_id
+        self.executor = executor
+        self.store = store
+        self.pubsub = pubsub
+        self.flusher = flusher
+        #: The engine's registry of running tasks: the run leaves it when it finishes.
+        self.runs = runs
+        self.cluster = cluster
+        #: The principal that created the task (``None``: anonymous), stored with it.
+        self.owner = owner
         self.task_id = ctx.task_id
         self.context_id = ctx.context_id
         self.task = task
@@ -74,7 +118,7 @@ class TaskRun:
         self._flush_lock = asyncio.Lock()
         #: Whether this instance holds the task's lease (it is submitted/working in the store).
         self.leased = False
-        #: The asyncio task running :meth:`drive`, set by the engine when it starts it.
+        #: The asyncio task running :meth:`drive`, set by whoever starts it.
         self.driver: asyncio.Future[None] | None = None
 
     # --- events ----------------------------------------------------------------------
@@ -86,8 +130,8 @@ class TaskRun:
         self.task = apply_event(self.task, event)
         self._unflushed.append(record)
         self.events.append(record)
-        self.engine.publish(self.task_id, record)
-        self.engine.mark_dirty(self)
+        self.pubsub.publish(self.task_id, record, self.owner)
+        self.flusher.mark_dirty(self)
         return record
 
     def snapshot(self) -> Task:
@@ -108,7 +152,7 @@ class TaskRun:
             events, self._unflushed = self._unflushed, []
             snapshot = self.snapshot()
             state = snapshot.status.state
-            cluster = self.engine.cluster
+            cluster = self.cluster
             try:
                 if (
                     cluster is not None
@@ -117,10 +161,10 @@ class TaskRun:
                 ):
                     # lease first: a task that is running in the store always has a lease
                     await cluster.coordinator.acquire_lease(
-                        self.engine.agent_id, self.task_id, cluster.id, cluster.lease_ttl
+                        self.agent_id, self.task_id, cluster.id, cluster.lease_ttl
                     )
                     self.leased = True
-                await self.engine.store.save_task(self.engine.agent_id, snapshot, events)
+                await self.store.save_task(self.agent_id, snapshot, events, owner=self.owner)
             except BaseException:
                 self._unflushed[:0] = events
                 raise
@@ -134,10 +178,10 @@ class TaskRun:
 
     async def release_lease(self) -> None:
         """Give the task's lease back (the executor no longer runs it)."""
-        cluster = self.engine.cluster
+        cluster = self.cluster
         if self.leased and cluster is not None:
             self.leased = False
-            await cluster.coordinator.release_lease(self.engine.agent_id, self.task_id, cluster.id)
+            await cluster.coordinator.release_lease(self.agent_id, self.task_id, cluster.id)
 
     @property
     def dirty(self) -> bool:
@@ -217,7 +261,7 @@ class TaskRun:
         message = self.updater.message(content, with_task=False)
         if message.context_id is None:
             message = msgspec.structs.replace(message, context_id=self.context_id)
-        self.engine.publish(self.task_id, TaskEvent(0, StreamResponse(message=message)))
+        self.pubsub.publish(self.task_id, TaskEvent(0, StreamResponse(message=message)), self.owner)
         self.settle(message)
 
     def settle(self, result: Task | Message) -> None:
@@ -227,6 +271,26 @@ class TaskRun:
 
     # --- the executor's life -----------------------------------------------------------
 
+    async def cancel(self) -> Task:
+        """Cancel the task: ask the executor to stop (its ``cancel``, then asyncio
+        cancellation), wait until the run has finished, and return the task as it ended."""
+        self.cancel_requested = True
+        if self.executing:
+            try:
+                await self.executor.cancel(self.ctx, self.updater)
+            except Exception:
+                log.exception("agent %s: cancel() of task %s failed", self.agent_id, self.task_id)
+            if self.executing:
+                self.stop()
+        await asyncio.shield(self.finished)
+        return self.snapshot()
+
+    def stop(self) -> None:
+        """Cancel the asyncio task running the executor (the task then ends ``failed``,
+        or ``canceled`` when a cancel was requested)."""
+        if self.driver is not None:
+            self.driver.cancel()
+
     async def drive(self) -> None:
         """Run ``execute`` to its end and leave the task in a state that tells the truth."""
         failure: str | None = None
@@ -235,7 +299,7 @@ class TaskRun:
             return
         self.executing = True
         try:
-            await self.engine.executor.execute(self.ctx, self.updater)
+            await self.executor.execute(self.ctx, self.updater)
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if not self.cancel_requested:
@@ -246,10 +310,10 @@ class TaskRun:
                 current.uncancel()
         except InvalidTransitionError as exc:
             failure = f"agent broke the task protocol: {exc}"
-            log.warning("agent %s, task %s: %s", self.engine.agent_id, self.task_id, failure)
+            log.warning("agent %s, task %s: %s", self.agent_id, self.task_id, failure)
         except Exception as exc:  # the agent's own failure becomes the task's failure
             failure = f"agent error: {type(exc).__name__}: {exc}"
-            log.exception("agent %s failed on task %s", self.engine.agent_id, self.task_id)
+            log.exception("agent %s failed on task %s", self.agent_id, self.task_id)
         finally:
             self.executing = False
         await self._finish(failure)
@@ -272,7 +336,7 @@ class TaskRun:
             if self.task is not None:
                 self.settle(self.snapshot())
         except BaseException as exc:
-            if isinstance(exc, ValueError):  # the log moved on without us
+            if isinstance(exc, LogConflictError):  # the log moved on without us
                 log.warning(
                     "task %s was changed by another instance meanwhile: %s", self.task_id, exc
                 )
@@ -290,6 +354,7 @@ class TaskRun:
                 await self.release_lease()
             except Exception as exc:  # it lapses by itself; the reaper finds nothing to do
                 log.warning("could not release the lease of task %s: %s", self.task_id, exc)
-            self.engine.forget(self)
+            if self.runs.get(self.task_id) is self:
+                del self.runs[self.task_id]
             if not self.finished.done():
                 self.finished.set_result(None)

@@ -6,8 +6,9 @@ starts at a position — "after seq N" (a reconnect with ``Last-Event-ID: N``) o
 
 1. it registers its :class:`Subscription` on the task's topic *first*, so that
    nothing published from then on is missed;
-2. it reads the backlog: events after N (from the store, and from the live run
-   for events not written yet), or the snapshot with its seq;
+2. it reads the backlog from the :class:`TaskLog`: events after N (from the
+   store, and from the live run for events not written yet), or the snapshot
+   with its seq;
 3. it yields the live events, skipping any it already yielded (``seq`` ≤ last).
 
 A subscriber that falls behind by more than its buffer is never allowed to grow
@@ -18,14 +19,12 @@ stream ends after a terminal or interrupted state (or an immediate message).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
-from a2a_hub.protocol.errors import InvalidParamsError, UnsupportedOperationError
+from a2a_hub.engine.log import LogTrimmedError, TaskLog
+from a2a_hub.engine.pubsub import DEFAULT_BUFFER, PubSub, Subscription
+from a2a_hub.protocol.errors import InvalidParamsError
 from a2a_hub.protocol.types import Role, StreamResponse
 from a2a_hub.stores.base import TaskEvent
-
-if TYPE_CHECKING:
-    from a2a_hub.engine.engine import TaskEngine
 
 __all__ = [
     "LogTrimmedError",
@@ -35,57 +34,6 @@ __all__ = [
     "ends_stream",
     "is_internal",
 ]
-
-DEFAULT_BUFFER = 256
-
-
-class LogTrimmedError(UnsupportedOperationError):
-    """The events a subscriber needs are no longer in the log."""
-
-
-class Subscription:
-    """A bounded mailbox of one subscriber on one task's topic.
-
-    Kept small (lists, one waiter future only while waiting): ten thousand idle
-    subscribers should cost little memory.
-    """
-
-    __slots__ = ("_waiter", "buffer", "limit", "overflowed", "overflows")
-
-    def __init__(self, limit: int = DEFAULT_BUFFER) -> None:
-        self.buffer: list[TaskEvent] = []
-        self.limit = limit
-        self.overflowed = False
-        #: How many times this subscriber fell behind and had to catch up from the log.
-        self.overflows = 0
-        self._waiter: asyncio.Future[None] | None = None
-
-    def push(self, event: TaskEvent) -> None:
-        """Called by the publisher; never blocks, never grows past ``limit``."""
-        if not self.overflowed:
-            if len(self.buffer) >= self.limit:
-                self.overflowed = True
-                self.overflows += 1
-                self.buffer.clear()
-            else:
-                self.buffer.append(event)
-        self.wake()
-
-    def wake(self) -> None:
-        """Wake the subscriber if it waits."""
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def wait(self) -> None:
-        """Until something is pushed (returns at once if something is there)."""
-        if self.buffer or self.overflowed:
-            return
-        waiter = self._waiter = asyncio.get_running_loop().create_future()
-        try:
-            await waiter
-        finally:
-            self._waiter = None
 
 
 def is_internal(event: StreamResponse) -> bool:
@@ -101,7 +49,7 @@ def ends_stream(event: StreamResponse) -> bool:
 class TaskStream:
     """An async iterator of a task's events from a position; see the module docstring.
 
-    Create it with :meth:`TaskEngine.subscribe` or :meth:`TaskEngine.send_stream`,
+    Create it with ``TaskEngine.subscribe`` or ``TaskEngine.send_stream``,
     which validate eagerly (so errors come before any byte is streamed).
     ``next(idle)`` returns ``None`` when nothing happened for ``idle``
     seconds, so that the transport can send a heartbeat.
@@ -113,22 +61,25 @@ class TaskStream:
         "_done",
         "_pending",
         "after",
-        "engine",
         "finite",
         "last",
+        "log",
+        "pubsub",
         "sub",
         "task_id",
     )
 
     def __init__(
         self,
-        engine: TaskEngine,
+        log: TaskLog,
+        pubsub: PubSub,
         task_id: str,
         *,
         after: int | None,
         buffer: int = DEFAULT_BUFFER,
     ) -> None:
-        self.engine = engine
+        self.log = log
+        self.pubsub = pubsub
         self.task_id = task_id
         self.after = after
         self.last = after if after is not None else -1
@@ -140,7 +91,7 @@ class TaskStream:
         self._catching_up = False
         #: Set when nothing more can come (the task is not running): end once drained.
         self.finite = False
-        engine.topic(task_id).add(self.sub)
+        pubsub.topic(task_id).add(self.sub)
 
     async def start(self, *, fresh: bool = False) -> TaskStream:
         """Read the backlog (unless ``fresh``: a new task has none); raise protocol errors."""
@@ -155,30 +106,9 @@ class TaskStream:
 
     async def _backlog(self, after: int | None) -> list[TaskEvent]:
         """The snapshot (``after`` None), or one page of the events after ``after``."""
-        engine = self.engine
-        run = engine.live(self.task_id)
         if after is None:
-            if run is not None and run.task is not None:
-                return [TaskEvent(run.seq, StreamResponse(task=run.snapshot()))]
-            found = await engine.store.get_task_at(engine.agent_id, self.task_id)
-            if found is None:
-                raise engine.not_found(self.task_id)
-            task, seq = found
-            return [TaskEvent(seq, StreamResponse(task=task))]
-        # events not yet written are only in the live run: capture them before reading
-        unwritten = [e for e in run.events if e.seq > after] if run is not None else []
-        page = self.sub.limit
-        events = await engine.store.read_events(engine.agent_id, self.task_id, after, page)
-        if len(events) < page:  # the store is exhausted: continue with the unwritten tail
-            tail_from = events[-1].seq if events else after
-            events += [e for e in unwritten if e.seq > tail_from]
-        if events and events[0].seq != after + 1:
-            raise LogTrimmedError(
-                f"events {after + 1}..{events[0].seq - 1} of task {self.task_id} are no longer "
-                "in the log; subscribe again without Last-Event-ID to get a fresh snapshot",
-                data={"taskId": self.task_id, "firstAvailable": events[0].seq},
-            )
-        return events[:page]
+            return [await self.log.snapshot(self.task_id)]
+        return await self.log.read(self.task_id, after, self.sub.limit)
 
     async def next(self, idle: float | None = None) -> TaskEvent | None:
         """The next event; ``None`` after ``idle`` quiet seconds; StopAsyncIteration at the end."""
@@ -202,7 +132,7 @@ class TaskStream:
                 continue
             elif self.sub.buffer:
                 event = self.sub.buffer.pop(0)
-            elif self.engine.live(self.task_id) is None and self.engine.cluster is not None:
+            elif self.log.shared and self.log.live(self.task_id) is None:
                 # the task runs in another instance (or nowhere): follow the shared log
                 if await self._follow_remote(idle):
                     continue
@@ -231,16 +161,14 @@ class TaskStream:
 
     async def _follow_remote(self, idle: float | None) -> bool:
         """Wait for events written by another instance; False after ``idle`` quiet seconds."""
-        assert self.engine.cluster is not None
-        coordinator = self.engine.cluster.coordinator
         loop = asyncio.get_running_loop()
         deadline = None if idle is None else loop.time() + idle
         while True:
             wait = 1.0 if deadline is None else min(1.0, deadline - loop.time())
             if wait <= 0:
                 return False
-            await coordinator.wait_events(self.engine.agent_id, self.task_id, self.last, wait)
-            if self.sub.buffer or self.sub.overflowed or self.engine.live(self.task_id):
+            await self.log.wait(self.task_id, self.last, wait)
+            if self.sub.buffer or self.sub.overflowed or self.log.live(self.task_id):
                 return True  # a run started here meanwhile
             page = await self._backlog(max(self.last, 0))
             fresh = [e for e in page if e.seq > self.last]
@@ -265,7 +193,7 @@ class TaskStream:
         """Leave the topic (idempotent)."""
         if not self._closed:
             self._closed = True
-            self.engine.leave(self.task_id, self.sub)
+            self.pubsub.leave(self.task_id, self.sub)
 
 
 def check_position(value: str | int | None) -> int | None:

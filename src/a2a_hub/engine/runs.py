@@ -1,0 +1,180 @@
+"""The running tasks of one agent in this process, and how a message becomes one.
+
+:class:`Runs` maps a task id to its :class:`TaskRun` while an executor works on
+it.  :meth:`Runs.open` turns an incoming message into a run, not yet started: a
+new task (created by the caller, who becomes its owner) or the next turn of an
+interrupted one.  A message naming a task the caller may not see is answered
+exactly as for an unknown task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import msgspec
+
+from a2a_hub.engine.caller import Caller
+from a2a_hub.engine.cluster import Cluster
+from a2a_hub.engine.executor import AgentExecutor, RequestContext
+from a2a_hub.engine.flusher import Flusher
+from a2a_hub.engine.log import CONTINUE_HINT, not_found
+from a2a_hub.engine.pubsub import PubSub
+from a2a_hub.engine.requests import (
+    MAX_PAGE_SIZE,
+    check_continuation,
+    check_history_length,
+    check_message,
+)
+from a2a_hub.engine.run import TaskRun
+from a2a_hub.engine.state import new_id
+from a2a_hub.protocol.errors import UnsupportedOperationError
+from a2a_hub.protocol.types import Message, SendMessageRequest, StreamResponse, Task
+from a2a_hub.stores.base import Store, StoredTask, TaskQuery
+
+__all__ = ["Runs"]
+
+
+class Runs(dict[str, TaskRun]):
+    """Task id -> its run (a run removes itself when it finishes); see the module docstring.
+
+    It holds the pieces every run works with and hands them to each run it opens.
+    """
+
+    def __init__(
+        self,
+        agent_id: str,
+        executor: AgentExecutor,
+        store: Store,
+        pubsub: PubSub,
+        flusher: Flusher,
+        cluster: Cluster | None = None,
+    ) -> None:
+        super().__init__()
+        self.agent_id = agent_id
+        self.executor = executor
+        self.store = store
+        self.pubsub = pubsub
+        self.flusher = flusher
+        self.cluster = cluster
+
+    async def open(
+        self, request: SendMessageRequest, *, new_task_id: str | None, caller: Caller
+    ) -> TaskRun:
+        """Validate a send and prepare its run (not started).
+
+        ``new_task_id`` is the id a new task gets (0.1 clients choose their own);
+        if a task with that id exists, the message continues it.
+        """
+        message = request.message
+        check_message(message)
+        config = request.configuration
+        if config is not None:
+            check_history_length(config.history_length, "configuration.historyLength")
+        task_id = message.task_id or new_task_id
+        if task_id is not None:
+            self.refuse_if_running(task_id, caller)
+            record = await self.store.get_task_record(self.agent_id, task_id)
+            if record is not None and caller.sees(record.owner):
+                return self._continue(record, message, request, caller)
+            if record is not None or message.task_id is not None:
+                raise not_found(task_id, CONTINUE_HINT)
+        owner = caller.owner
+        task_id = task_id or new_id()
+        context_id = message.context_id or new_id()
+        if message.task_id != task_id or message.context_id != context_id:
+            message = msgspec.structs.replace(message, task_id=task_id, context_id=context_id)
+        ctx = RequestContext(
+            agent_id=self.agent_id,
+            message=message,
+            task_id=task_id,
+            context_id=context_id,
+            configuration=config,
+            metadata=request.metadata,
+            context_loader=self._context_loader(context_id, task_id, owner),
+        )
+        self.refuse_if_running(task_id, caller)
+        return self._add(ctx, owner, None, 0, new_task_id is not None)
+
+    def _continue(
+        self, record: StoredTask, message: Message, request: SendMessageRequest, caller: Caller
+    ) -> TaskRun:
+        task, seq, owner = record
+        check_continuation(task, message)
+        message = msgspec.structs.replace(message, task_id=task.id, context_id=task.context_id)
+        ctx = RequestContext(
+            agent_id=self.agent_id,
+            message=message,
+            task_id=task.id,
+            context_id=task.context_id,
+            task=task,
+            configuration=request.configuration,
+            metadata=request.metadata,
+            context_loader=self._context_loader(task.context_id, task.id, owner),
+        )
+        self.refuse_if_running(task.id, caller)
+        live = msgspec.structs.replace(
+            task,
+            history=list(task.history or []),
+            artifacts=None if task.artifacts is None else list(task.artifacts),
+        )
+        run = self._add(ctx, owner, live, seq)
+        run.emit(StreamResponse(message=message))
+        return run
+
+    def _add(
+        self,
+        ctx: RequestContext,
+        owner: str | None,
+        task: Task | None = None,
+        seq: int = 0,
+        bound: bool = False,
+    ) -> TaskRun:
+        run = TaskRun(
+            ctx,
+            self.executor,
+            self.store,
+            self.pubsub,
+            self.flusher,
+            self,
+            self.cluster,
+            owner,
+            task,
+            seq,
+            bound,
+        )
+        self[ctx.task_id] = run
+        return run
+
+    def _context_loader(
+        self, context_id: str, task_id: str, owner: str | None
+    ) -> Callable[[], Awaitable[list[Task]]]:
+        """Loads the earlier tasks of the conversation, those the task's owner may see."""
+
+        async def load() -> list[Task]:
+            query = TaskQuery(context_id=context_id, owner=owner, page_size=MAX_PAGE_SIZE)
+            page = await self.store.list_tasks(self.agent_id, query)
+            return [t for t in reversed(page.tasks) if t.id != task_id]
+
+        return load
+
+    def refuse_if_running(self, task_id: str, caller: Caller) -> None:
+        """Refuse a message for a task whose executor works on it right now."""
+        run = self.get(task_id)
+        if run is not None:
+            if not caller.sees(run.owner):
+                raise not_found(task_id, CONTINUE_HINT)
+            raise UnsupportedOperationError(
+                f"Task {task_id} is still working; send the next message once it asks for input",
+                data={"taskId": task_id},
+            )
+
+    async def stop(self, wait: float = 5.0) -> None:
+        """Stop every running executor (their tasks end ``failed``) and wait up to ``wait``
+        seconds for each run to finish."""
+        runs = list(self.values())
+        for run in runs:
+            if run.executing:
+                run.stop()
+        for run in runs:
+            await asyncio.wait([run.finished], timeout=wait)

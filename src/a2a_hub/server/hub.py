@@ -249,7 +249,7 @@ def _running(engine: TaskEngine) -> list[TaskRun]:
     Reads the engine's private run table: the engine has no public list of its
     runs yet (only ``live(task_id)``).
     """
-    return list(engine._runs.values())
+    return list(engine.runs.values())
 
 
 async def _cancel_runs(engine: TaskEngine) -> None:

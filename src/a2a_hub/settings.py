@@ -14,7 +14,14 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-__all__ = ["AgentSpec", "Settings", "SettingsError", "load_settings", "parse_agent_spec"]
+__all__ = [
+    "AgentSpec",
+    "MCPServerSpec",
+    "Settings",
+    "SettingsError",
+    "load_settings",
+    "parse_agent_spec",
+]
 
 DEFAULT_STORE = "sqlite:///.a2a-hub/hub.db"
 
@@ -38,6 +45,41 @@ class AgentSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     options: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class MCPServerSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """An MCP server whose tools ``llm`` agents may use (``[[mcp_servers]]`` in hub.toml).
+
+    ``transport`` is ``stdio`` (``command`` and ``args`` start it; ``env`` and ``cwd``
+    optional) or ``http`` (streamable HTTP at ``url``, with ``headers``).  ``timeout`` is
+    the limit of one tool call in seconds, ``connect_timeout`` that of connecting.
+    """
+
+    name: str
+    transport: str = "stdio"
+    command: str | None = None
+    args: list[str] = msgspec.field(default_factory=list)
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    timeout: float = 30.0
+    connect_timeout: float = 30.0
+
+    def problem(self) -> str | None:
+        """What is wrong with this definition (one sentence), or ``None``."""
+        where = f"MCP server {self.name!r}"
+        if self.transport == "stdio":
+            if not self.command:
+                return f"{where}: transport 'stdio' needs command (and args)"
+        elif self.transport == "http":
+            if not self.url or not self.url.startswith(("http://", "https://")):
+                return f"{where}: transport 'http' needs url = 'http(s)://…'"
+        else:
+            return f"{where}: transport must be 'stdio' or 'http', not {self.transport!r}"
+        if self.timeout <= 0 or self.connect_timeout <= 0:
+            return f"{where}: timeout and connect_timeout must be positive numbers of seconds"
+        return None
+
+
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Everything ``a2a-hub serve`` needs."""
 
@@ -55,6 +97,8 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     orphan_timeout: float = 30.0
     #: Worker processes (needs a shared store: redis:// or postgresql://).
     workers: int = 1
+    #: MCP servers whose tools ``llm`` agents may use (option ``mcp_servers``).
+    mcp_servers: list[MCPServerSpec] = msgspec.field(default_factory=list)
 
 
 _ENV_FIELDS = {
@@ -160,6 +204,14 @@ def _check(settings: Settings) -> None:
             f"--workers {settings.workers} needs a store the workers can share and signal "
             f"through: redis://… or postgresql://… (the store is {settings.store.split('?')[0]})"
         )
+    names: set[str] = set()
+    for server in settings.mcp_servers:
+        problem = server.problem()
+        if problem is not None:
+            raise SettingsError(problem)
+        if server.name in names:
+            raise SettingsError(f"MCP server name {server.name!r} is used twice")
+        names.add(server.name)
     if settings.sse_heartbeat <= 0:
         raise SettingsError("sse_heartbeat must be a positive number of seconds")
     if settings.max_body_bytes < 1024:

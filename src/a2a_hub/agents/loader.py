@@ -1,4 +1,10 @@
-"""Build an executor from an :class:`~a2a_hub.settings.AgentSpec`: built-in kinds and ``python``."""
+"""Build an executor from an :class:`~a2a_hub.settings.AgentSpec`: built-in kinds and ``python``.
+
+Built-in kinds: ``echo``, ``llm``, ``remote`` (another A2A agent), and the composites
+``sequential``, ``parallel`` and ``loop``.  The kinds that reach beyond themselves (other
+hosted agents, MCP servers) get the hub's :class:`~a2a_hub.agents.links.HubLinks` as the
+keyword argument ``links``.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +12,17 @@ import importlib
 from typing import Any
 
 from a2a_hub.agents.echo import EchoExecutor
+from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.llm import LLMExecutor
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.settings import AgentSpec, SettingsError
 
-__all__ = ["KINDS", "build_executor", "load_class"]
+__all__ = ["KINDS", "LINKED_KINDS", "build_executor", "load_class"]
 
 KINDS: dict[str, type[AgentExecutor]] = {"echo": EchoExecutor, "llm": LLMExecutor}
+
+#: Kinds built with ``links=`` (the hub's agents and MCP servers).
+LINKED_KINDS = frozenset({"llm"})
 
 
 def load_class(path: str) -> type[AgentExecutor]:
@@ -36,8 +46,12 @@ def load_class(path: str) -> type[AgentExecutor]:
     return obj
 
 
-def build_executor(spec: AgentSpec) -> AgentExecutor:
-    """Instantiate the executor of one agent with its options as keyword arguments."""
+def build_executor(spec: AgentSpec, *, links: HubLinks | None = None) -> AgentExecutor:
+    """Instantiate the executor of one agent with its options as keyword arguments.
+
+    ``links`` (the hub's other agents and MCP servers) goes to the kinds that use it; an
+    executor built without it reaches no other hosted agent and only inline MCP servers.
+    """
     if spec.kind == "python":
         if not spec.executor:
             raise SettingsError(f"agent {spec.id!r}: kind 'python' needs executor = 'module:Class'")
@@ -49,7 +63,10 @@ def build_executor(spec: AgentSpec) -> AgentExecutor:
             f"agent {spec.id!r}: unknown kind {spec.kind!r}; known kinds: "
             f"{', '.join([*KINDS, 'python'])}"
         )
+    options = dict(spec.options)
+    if spec.kind in LINKED_KINDS:
+        options["links"] = links or HubLinks()
     try:
-        return cls(**spec.options)
+        return cls(**options)
     except (TypeError, ValueError) as exc:
         raise SettingsError(f"agent {spec.id!r}: bad options {spec.options!r}: {exc}") from None

@@ -7,6 +7,9 @@
 ``scripted``   deterministic canned replies for tests; says ``[scripted]``
 =============  ==========================================================================
 
+Tool calling (:meth:`LLMProvider.chat` with OpenAI-format ``tools``): ``openai`` (with a model
+that supports tools) and ``scripted`` (by rule); ``embedded`` refuses tools, saying why.
+
 :func:`get_provider` picks one, with defaults from ``A2A_HUB_LLM_PROVIDER`` (``embedded``),
 ``A2A_HUB_LLM_MODEL``, ``A2A_HUB_LLM_BASE_URL`` and ``A2A_HUB_LLM_API_KEY`` (for ``openai``
 ``OPENAI_API_KEY`` too).  :func:`structured` gets a parsed JSON object for a schema.
@@ -19,7 +22,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from a2a_hub.llm.base import ChatMessage, LLMError, LLMProvider
+from a2a_hub.llm.base import ChatMessage, ChatReply, LLMError, LLMProvider, ToolCall, function_tool
 from a2a_hub.llm.structured import structured
 
 __all__ = [
@@ -29,9 +32,12 @@ __all__ = [
     "ENV_PROVIDER",
     "PROVIDERS",
     "ChatMessage",
+    "ChatReply",
     "LLMError",
     "LLMProvider",
     "LazyProvider",
+    "ToolCall",
+    "function_tool",
     "get_provider",
     "structured",
 ]

@@ -14,15 +14,20 @@ from typing import Any
 from a2a_hub.agents.echo import EchoExecutor
 from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.llm import LLMExecutor
+from a2a_hub.agents.remote import RemoteExecutor
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.settings import AgentSpec, SettingsError
 
 __all__ = ["KINDS", "LINKED_KINDS", "build_executor", "load_class"]
 
-KINDS: dict[str, type[AgentExecutor]] = {"echo": EchoExecutor, "llm": LLMExecutor}
+KINDS: dict[str, type[AgentExecutor]] = {
+    "echo": EchoExecutor,
+    "llm": LLMExecutor,
+    "remote": RemoteExecutor,
+}
 
 #: Kinds built with ``links=`` (the hub's agents and MCP servers).
-LINKED_KINDS = frozenset({"llm"})
+LINKED_KINDS = frozenset({"llm", "remote"})
 
 
 def load_class(path: str) -> type[AgentExecutor]:

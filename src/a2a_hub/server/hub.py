@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.loader import build_executor
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.engine import TaskEngine
@@ -18,6 +19,7 @@ from a2a_hub.protocol.errors import (
 from a2a_hub.settings import AgentSpec, Settings
 from a2a_hub.stores import open_store
 from a2a_hub.stores.base import Store
+from a2a_hub.tools.mcp import close_mcp_sessions
 
 __all__ = ["HostedAgent", "Hub"]
 
@@ -78,8 +80,14 @@ class Hub:
         self.store = store if store is not None else open_store(settings.store)
         self.cluster = Cluster(self.store, orphan_timeout=settings.orphan_timeout)
         self.agents: dict[str, HostedAgent] = {}
+        #: What remote/composite/llm agents may reach: the other agents, the MCP servers.
+        self.links = HubLinks(
+            agents=self._engine_of,
+            mcp_servers={server.name: server for server in settings.mcp_servers},
+            agent_ids=lambda: sorted(self.agents),
+        )
         for spec in settings.agents:
-            executor = (executors or {}).get(spec.id) or build_executor(spec)
+            executor = (executors or {}).get(spec.id) or build_executor(spec, links=self.links)
             engine = TaskEngine(spec.id, executor, self.store, cluster=self.cluster)
             self.agents[spec.id] = HostedAgent(spec, executor, engine)
         self.default_agent_id = settings.default_agent or (
@@ -96,6 +104,10 @@ class Hub:
                 data={"agentId": agent_id},
             )
         return agent
+
+    def _engine_of(self, agent_id: str) -> TaskEngine | None:
+        agent = self.agents.get(agent_id)
+        return agent.engine if agent is not None else None
 
     def default_agent(self) -> HostedAgent:
         """The agent answering at the root URL."""
@@ -116,5 +128,6 @@ class Hub:
         """Stop running tasks, leave the cluster and close the store."""
         for agent in self.agents.values():
             await agent.engine.close()
+        await close_mcp_sessions()
         await self.cluster.close()
         await self.store.close()

@@ -1,0 +1,224 @@
+"""The ``remote`` kind in front of another hub running in its own process."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import LiveServer, make_hub
+from kinds_util import hub_process
+
+from a2a_hub.agents.remote import MEMO
+from a2a_hub.client import A2AClient, Conversation
+from a2a_hub.engine.executor import text_of
+from a2a_hub.protocol.types import (
+    Role,
+    SendMessageConfiguration,
+    Task,
+    TaskState,
+)
+
+
+@pytest.fixture(scope="module")
+def remote_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("remote")
+
+
+@pytest.fixture(scope="module")
+def remote(remote_dir: Path) -> Iterator[str]:
+    """Another hub, in its own process: an interviewer, a slow agent and a failing one."""
+    marker = remote_dir / "marks"
+    marker.mkdir()
+    with hub_process(
+        "interview=peer_agents:Interviewer",
+        f"slow=peer_agents:Marker?marker={marker}",
+        "failing=peer_agents:Failing",
+        cwd=remote_dir,
+    ) as url:
+        yield url
+
+
+@pytest.fixture
+async def front(remote: str, request: pytest.FixtureRequest) -> AsyncIterator[LiveServer]:
+    transport, streaming = request.param
+    options = f"transport={transport}&streaming={streaming}&timeout=60"
+    hub = make_hub(
+        {
+            "front": f"remote?url={remote}/a2a/interview&{options}",
+            "slowfront": f"remote?url={remote}/a2a/slow&{options}",
+            "failfront": f"remote?url={remote}/a2a/failing&{options}",
+        }
+    )
+    async with LiveServer(hub) as live:
+        yield live
+
+
+MODES = [
+    ("jsonrpc-1.0", "true"),
+    ("jsonrpc-1.0", "false"),
+    ("jsonrpc-0.3", "true"),
+    ("jsonrpc-0.3", "false"),
+]
+IDS = ["1.0-streaming", "1.0-polling", "0.3-streaming", "0.3-polling"]
+
+
+async def say(conversation: Conversation, text: str, *, stream: bool) -> Task:
+    """One turn as the local client sees it (streamed or not), then the whole task."""
+    if not stream:
+        reply = await conversation.send(text)
+        assert isinstance(reply, Task)
+        return reply
+    task_id = None
+    async for item in conversation.stream(text):
+        event = item.response
+        for part in (event.task, event.status_update, event.artifact_update):
+            if part is not None:
+                task_id = getattr(part, "id", None) or getattr(part, "task_id", None)
+    assert task_id is not None
+    return await conversation.client.get_task(task_id)
+
+
+def status_text(task: Task) -> str:
+    assert task.status.message is not None
+    return text_of(task.status.message.parts)
+
+
+def memo(task: Task) -> dict[str, Any]:
+    assert task.status.message is not None and task.status.message.metadata is not None
+    value = task.status.message.metadata[MEMO]
+    assert isinstance(value, dict)
+    return value
+
+
+def where(text: str) -> tuple[str, str]:
+    found = re.search(r"\[task=(\S+) context=(\S+)\]", text)
+    assert found is not None, text
+    return found.group(1), found.group(2)
+
+
+@pytest.mark.parametrize("front", MODES, ids=IDS, indirect=True)
+async def test_remote_interruptions_reach_the_client_and_answers_reach_the_remote(
+    front: LiveServer, remote: str
+) -> None:
+    stream = "true" in str(front.hub.agents["front"].spec.options.get("streaming"))
+    async with (
+        await A2AClient.connect(f"{front.url}/a2a/front") as local,
+        await A2AClient.connect(f"{remote}/a2a/interview") as direct,
+    ):
+        conversation = Conversation(local)
+        first = await say(conversation, "hello", stream=stream)
+        assert first.status.state is TaskState.INPUT_REQUIRED
+        assert status_text(first).startswith("What is your name?")
+        remote_task, remote_context = where(status_text(first))
+        assert memo(first) == {
+            "url": f"{remote}/a2a/interview",
+            "contextId": remote_context,
+            "taskId": remote_task,
+        }
+
+        second = await say(conversation, "Arthur", stream=stream)
+        assert second.id == first.id
+        assert second.status.state is TaskState.INPUT_REQUIRED
+        assert status_text(second).startswith("What is your quest?")
+        assert where(status_text(second)) == (remote_task, remote_context)
+        if stream:  # the remote's progress passed through as a working message
+            assert any(text_of(m.parts) == "noted the name Arthur" for m in second.history or [])
+
+        third = await say(conversation, "the grail", stream=stream)
+        assert third.id == first.id
+        assert third.status.state is TaskState.COMPLETED
+        assert status_text(third).startswith("Thank you, Arthur.")
+        assert [text_of(a.parts) for a in third.artifacts or []] == ["name=Arthur quest=the grail"]
+        assert memo(third) == {"url": f"{remote}/a2a/interview", "contextId": remote_context}
+
+        # the remote task got exactly the three messages, and is over
+        done = await direct.get_task(remote_task)
+        assert done.status.state is TaskState.COMPLETED
+        said = [text_of(m.parts) for m in done.history or [] if m.role is Role.USER]
+        assert said == ["hello", "Arthur", "the grail"]
+
+        # next message: a new local task, a new remote task, the same remote context
+        again = await say(conversation, "hello again", stream=stream)
+        assert again.id != first.id and again.context_id == first.context_id
+        assert again.status.state is TaskState.INPUT_REQUIRED
+        new_task, same_context = where(status_text(again))
+        assert new_task != remote_task and same_context == remote_context
+        untouched = await direct.get_task(remote_task)
+        assert len(untouched.history or []) == len(done.history or [])
+
+
+async def wait_for(check: Any, what: str, seconds: float = 20) -> Any:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while True:
+        value = await check()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"waited {seconds} s for {what}")
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize("front", MODES, ids=IDS, indirect=True)
+async def test_cancel_of_the_local_task_cancels_the_remote_one(
+    front: LiveServer, remote: str, remote_dir: Path
+) -> None:
+    async with (
+        await A2AClient.connect(f"{front.url}/a2a/slowfront") as local,
+        await A2AClient.connect(f"{remote}/a2a/slow") as direct,
+    ):
+        started = await local.send(
+            "take your time", configuration=SendMessageConfiguration(return_immediately=True)
+        )
+        assert isinstance(started, Task)
+
+        async def remote_working() -> Task | None:
+            page = await direct.list_tasks(page_size=100)
+            for task in page.tasks:
+                if task.status.state is TaskState.WORKING and any(
+                    text_of(m.parts) == "take your time" for m in task.history or []
+                ):
+                    return task
+            return None
+
+        remote_task = await wait_for(remote_working, "the remote task to work")
+        canceled = await local.cancel_task(started.id)
+        assert canceled.status.state is TaskState.CANCELED
+
+        async def remote_canceled() -> bool:
+            task = await direct.get_task(remote_task.id)
+            return task.status.state is TaskState.CANCELED
+
+        await wait_for(remote_canceled, "the remote task to be canceled")
+        assert (remote_dir / "marks" / f"{remote_task.id}.canceled").exists()
+
+
+@pytest.mark.parametrize("front", MODES[:2], ids=IDS[:2], indirect=True)
+async def test_a_remote_failure_fails_the_local_task_with_its_message(front: LiveServer) -> None:
+    async with await A2AClient.connect(f"{front.url}/a2a/failfront") as local:
+        task = await local.send("the impossible")
+        assert isinstance(task, Task)
+        assert task.status.state is TaskState.FAILED
+        assert "failed: cannot handle 'the impossible'" in status_text(task)
+
+
+async def test_an_unreachable_remote_fails_the_task_saying_where() -> None:
+    hub = make_hub({"front": "remote?url=http://127.0.0.1:9/a2a/nobody&connect_timeout=2"})
+    async with LiveServer(hub) as live, await A2AClient.connect(f"{live.url}/a2a/front") as c:
+        task = await c.send("anyone?")
+        assert isinstance(task, Task)
+        assert task.status.state is TaskState.FAILED
+        assert "cannot reach the agent at http://127.0.0.1:9/a2a/nobody" in status_text(task)
+
+
+def test_remote_needs_a_url() -> None:
+    from a2a_hub.agents.loader import build_executor
+    from a2a_hub.settings import AgentSpec, SettingsError
+
+    with pytest.raises(SettingsError, match="needs url"):
+        build_executor(AgentSpec(id="r", kind="remote"))
+    with pytest.raises(SettingsError, match="http"):
+        build_executor(AgentSpec(id="r", kind="remote", options={"url": "ftp://x"}))

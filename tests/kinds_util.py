@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx
@@ -31,10 +31,8 @@ def _env() -> dict[str, str]:
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM the process group, SIGKILL it if it lingers."""
-    try:
+    with suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
     try:
         proc.wait(10)
     except subprocess.TimeoutExpired:

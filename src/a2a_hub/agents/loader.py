@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from a2a_hub.agents.composite import LoopExecutor, ParallelExecutor, SequentialExecutor
 from a2a_hub.agents.echo import EchoExecutor
 from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.llm import LLMExecutor
@@ -24,10 +25,13 @@ KINDS: dict[str, type[AgentExecutor]] = {
     "echo": EchoExecutor,
     "llm": LLMExecutor,
     "remote": RemoteExecutor,
+    "sequential": SequentialExecutor,
+    "parallel": ParallelExecutor,
+    "loop": LoopExecutor,
 }
 
 #: Kinds built with ``links=`` (the hub's agents and MCP servers).
-LINKED_KINDS = frozenset({"llm", "remote"})
+LINKED_KINDS = frozenset({"llm", "remote", "sequential", "parallel", "loop"})
 
 
 def load_class(path: str) -> type[AgentExecutor]:

@@ -48,8 +48,10 @@ class AgentSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 class MCPServerSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
     """An MCP server whose tools ``llm`` agents may use (``[[mcp_servers]]`` in hub.toml).
 
-    ``transport`` is ``stdio`` (``command`` and ``args`` start it; ``env`` and ``cwd``
-    optional) or ``http`` (streamable HTTP at ``url``, with ``headers``).  ``timeout`` is
+    ``transport`` is ``stdio`` (``command`` and ``args`` start it, ``python`` meaning the
+    Python that runs the hub, with its ``PYTHONPATH``; the process gets only the MCP SDK's
+    few safe environment variables plus ``env``; ``cwd`` optional) or ``http`` (streamable
+    HTTP at ``url``, with ``headers``).  ``timeout`` is
     the limit of one tool call in seconds, ``connect_timeout`` that of connecting.
     """
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import shlex
+import sys
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -96,8 +98,15 @@ class MCPSession:
         spec = self.spec
         if spec.transport == "stdio":
             assert spec.command is not None
+            # The SDK passes a stdio server only a few safe variables besides ``env``.
+            # "python" is the Python running the hub, with its import path.
+            command, env = spec.command, dict(spec.env or {})
+            if command in ("python", "python3"):
+                command = sys.executable
+                if os.environ.get("PYTHONPATH"):
+                    env.setdefault("PYTHONPATH", os.environ["PYTHONPATH"])
             params = StdioServerParameters(
-                command=spec.command, args=list(spec.args), env=spec.env, cwd=spec.cwd
+                command=command, args=list(spec.args), env=env or None, cwd=spec.cwd
             )
             return params, None
         from mcp.client.streamable_http import streamable_http_client

@@ -88,6 +88,7 @@ async def hub() -> AsyncIterator[Hub]:
             "fanout": "parallel?children=echo,finisher,failing&on_failure=report",
             "failfast": "parallel?children=failing,slow1&on_failure=fail",
             "both": "parallel?children=slow1,slow2",
+            "slowchain": "sequential?children=echo,slow1,finisher",
             "refine": "loop?children=finisher",
             "refine2": "loop?children=finisher&max_iterations=2",
             "lost": "sequential?children=echo,nobody",
@@ -199,6 +200,21 @@ async def test_cancel_during_a_parallel_run_reaches_every_child(hub: Hub) -> Non
     for child in ("slow1", "slow2"):
         [task] = await tasks_of(hub, child)
         assert task.status.state is TaskState.CANCELED
+
+
+async def test_cancel_during_a_sequential_run_reaches_the_running_child(hub: Hub) -> None:
+    started = await send(hub, "slowchain", "work", wait=False)
+
+    async def child_working() -> bool:
+        found = await tasks_of(hub, "slow1")
+        return len(found) == 1 and found[0].status.state is TaskState.WORKING
+
+    await wait_for(child_working, "the slow child to work")
+    canceled = await hub.agents["slowchain"].engine.cancel_task(started.id)
+    assert canceled.status.state is TaskState.CANCELED
+    [task] = await tasks_of(hub, "slow1")
+    assert task.status.state is TaskState.CANCELED
+    assert await tasks_of(hub, "finisher") == []  # the chain stopped there
 
 
 async def test_loop_runs_until_max_iterations(hub: Hub) -> None:

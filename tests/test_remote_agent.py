@@ -37,6 +37,7 @@ def remote(remote_dir: Path) -> Iterator[str]:
         "interview=peer_agents:Interviewer",
         f"slow=peer_agents:Marker?marker={marker}",
         "failing=peer_agents:Failing",
+        "chatty=sample_agents:ChattyExecutor?chunks=20&pause_every=1",
         cwd=remote_dir,
     ) as url:
         yield url
@@ -51,6 +52,7 @@ async def front(remote: str, request: pytest.FixtureRequest) -> AsyncIterator[Li
             "front": f"remote?url={remote}/a2a/interview&{options}",
             "slowfront": f"remote?url={remote}/a2a/slow&{options}",
             "failfront": f"remote?url={remote}/a2a/failing&{options}",
+            "chattyfront": f"remote?url={remote}/a2a/chatty&{options}",
         }
     )
     async with LiveServer(hub) as live:
@@ -194,6 +196,25 @@ async def test_cancel_of_the_local_task_cancels_the_remote_one(
 
         await wait_for(remote_canceled, "the remote task to be canceled")
         assert (remote_dir / "marks" / f"{remote_task.id}.canceled").exists()
+
+
+@pytest.mark.parametrize("front", [MODES[0], MODES[2]], ids=[IDS[0], IDS[2]], indirect=True)
+async def test_remote_chunks_pass_through_as_they_come(front: LiveServer) -> None:
+    async with await A2AClient.connect(f"{front.url}/a2a/chattyfront") as local:
+        chunks = []
+        async for item in local.stream("talk"):
+            update = item.response.artifact_update
+            if update is not None:
+                chunks.append((text_of(update.artifact.parts), update.append, update.last_chunk))
+            status = item.response.status_update
+            if status is not None and status.status.state.terminal:
+                task_id = status.task_id
+        assert len(chunks) == 20
+        assert [c[1] for c in chunks] == [False] + [True] * 19
+        assert [c[2] for c in chunks] == [False] * 19 + [True]
+        task = await local.get_task(task_id)
+        [artifact] = task.artifacts or []
+        assert text_of(artifact.parts).replace("\n", "") == "".join(c[0] for c in chunks)
 
 
 @pytest.mark.parametrize("front", MODES[:2], ids=IDS[:2], indirect=True)

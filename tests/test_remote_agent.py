@@ -243,3 +243,49 @@ def test_remote_needs_a_url() -> None:
         build_executor(AgentSpec(id="r", kind="remote"))
     with pytest.raises(SettingsError, match="http"):
         build_executor(AgentSpec(id="r", kind="remote", options={"url": "ftp://x"}))
+
+
+async def test_headers_and_api_key_from_hub_toml_reach_the_remote(tmp_path: Path) -> None:
+    import socket
+
+    import uvicorn
+
+    from a2a_hub import Hub, create_app
+    from a2a_hub.settings import load_settings
+    from a2a_hub.stores.memory import MemoryStore
+
+    seen: list[dict[str, str]] = []
+    target = create_app(make_hub({"echo": "echo"}))
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            seen.append({k.decode(): v.decode() for k, v in scope["headers"]})
+        await target(scope, receive, send)
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server = uvicorn.Server(uvicorn.Config(recording, log_level="warning", lifespan="on"))
+    serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            await asyncio.sleep(0.01)
+        config = tmp_path / "hub.toml"
+        config.write_text(
+            f"""
+[[agents]]
+id = "front"
+kind = "remote"
+options = {{ url = "{url}/a2a/echo", api_key = "k-123", headers = {{ x-team = "blue" }} }}
+"""
+        )
+        hub = Hub(load_settings(config, env={}), store=MemoryStore())
+        async with LiveServer(hub) as live, await A2AClient.connect(f"{live.url}/a2a/front") as c:
+            task = await c.send("hi")
+            assert isinstance(task, Task) and status_text(task) == "echo: hi"
+    finally:
+        server.should_exit = True
+        await serving
+        sock.close()
+    assert seen and all(h.get("x-api-key") == "k-123" for h in seen)
+    assert all(h.get("x-team") == "blue" for h in seen)

@@ -245,6 +245,13 @@ def test_remote_needs_a_url() -> None:
         build_executor(AgentSpec(id="r", kind="remote", options={"url": "ftp://x"}))
 
 
+def _started(server: Any) -> Any:
+    async def check() -> bool:
+        return bool(server.started)
+
+    return check
+
+
 async def test_headers_and_api_key_from_hub_toml_reach_the_remote(tmp_path: Path) -> None:
     import socket
 
@@ -268,8 +275,7 @@ async def test_headers_and_api_key_from_hub_toml_reach_the_remote(tmp_path: Path
     server = uvicorn.Server(uvicorn.Config(recording, log_level="warning", lifespan="on"))
     serving = asyncio.ensure_future(server.serve(sockets=[sock]))
     try:
-        while not server.started:
-            await asyncio.sleep(0.01)
+        await wait_for(_started(server), "the recording server to start")
         config = tmp_path / "hub.toml"
         config.write_text(
             f"""

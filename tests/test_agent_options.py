@@ -60,6 +60,38 @@ def test_the_valid_options_include_the_providers() -> None:
         build("helper=llm?provider=embedded&nope=1")
 
 
+def test_the_tool_options_and_the_new_kinds_are_taken_and_listed() -> None:
+    llm = build(
+        "calc=llm?provider=scripted&mcp_servers=http://127.0.0.1:1/mcp&tools=add,shout"
+        "&max_steps=3&tool_timeout=2&exit_tool=true"
+    )
+    assert isinstance(llm, LLMExecutor)
+    assert [s.url for s in llm.servers] == ["http://127.0.0.1:1/mcp"]
+    assert (llm.tool_names, llm.max_steps, llm.tool_timeout, llm.exit_tool) == (
+        {"add", "shout"},
+        3,
+        2.0,
+        True,
+    )
+    with pytest.raises(SettingsError) as caught:
+        build("calc=llm?provider=scripted&max_step=3")
+    message = str(caught.value)
+    assert "unknown option 'max_step' for LLMExecutor" in message
+    assert "mcp_servers, tools, tool_timeout, max_steps, exit_tool" in message
+    assert "links" not in message
+    with pytest.raises(SettingsError, match="unknown option 'links' for kind 'llm'"):
+        build("calc=llm?provider=scripted&links=x")
+    with pytest.raises(SettingsError) as caught:
+        build("far=remote?url=http://127.0.0.1:1/a2a/x&stream=no")
+    message = str(caught.value)
+    assert (
+        "agent 'far': unknown option 'stream' for RemoteExecutor; valid options: url, " in message
+    )
+    assert "streaming" in message and "links" not in message
+    with pytest.raises(SettingsError, match="unknown option 'child' for ParallelExecutor"):
+        build("both=parallel?child=a")
+
+
 @pytest.mark.timeout(900)  # a process start: slow on a busy machine, never a failure for it
 def test_serve_refuses_an_unknown_option_in_one_line() -> None:
     out = subprocess.run(

@@ -16,6 +16,7 @@ from a2a_hub.llm.scripted import ScriptedProvider
 from a2a_hub.settings import (
     DEFAULT_STORE,
     LLMSettings,
+    MCPServerSpec,
     Settings,
     SettingsError,
     load_settings,
@@ -267,3 +268,53 @@ async def test_a_hub_passes_its_llm_settings_to_llm_agents() -> None:
     task = reply.json()["result"]["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     assert "[scripted]" in task["status"]["message"]["parts"][0]["text"]
+
+
+def test_mcp_servers_from_hub_toml_the_environment_and_code(tmp_path: Path) -> None:
+    config = tmp_path / "hub.toml"
+    config.write_text(
+        '[[mcp_servers]]\nname = "calc"\ncommand = "python"\nargs = ["tools.py"]\ntimeout = 5\n'
+    )
+    from_file = load_settings(config, env={})
+    assert from_file.mcp_servers == [
+        MCPServerSpec(
+            name="calc", transport="stdio", command="python", args=["tools.py"], timeout=5
+        )
+    ]
+    from_env = load_settings(
+        env={"A2A_HUB_MCP_SERVERS": "calc=stdio:python tools.py --fast, web=https://x.test/mcp"}
+    )
+    assert [(s.name, s.transport, s.command, s.args, s.url) for s in from_env.mcp_servers] == [
+        ("calc", "stdio", "python", ["tools.py", "--fast"], None),
+        ("web", "http", None, [], "https://x.test/mcp"),
+    ]
+    # the environment wins over the file, as for every setting
+    assert load_settings(config, env={"A2A_HUB_MCP_SERVERS": "w=http://h/mcp"}).mcp_servers == [
+        MCPServerSpec(name="w", transport="http", url="http://h/mcp")
+    ]
+    in_code = Settings.from_flat(mcp_servers=from_env.mcp_servers)
+    assert in_code.mcp_servers == from_env.mcp_servers
+    again = msgspec.json.decode(msgspec.json.encode(from_env), type=Settings)
+    assert again == from_env
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("calc", "write 'NAME=http"),
+        ("calc=ftp://x", "write 'http"),
+        ("calc=stdio:", "names no command"),
+        ("a=http://h/mcp,a=http://i/mcp", "MCP server name 'a' is used twice"),
+    ],
+)
+def test_bad_mcp_servers_in_the_environment_are_refused(text: str, message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        load_settings(env={"A2A_HUB_MCP_SERVERS": text})
+
+
+def test_tool_using_agents_follow_the_hubs_llm_provider() -> None:
+    """Tools need a provider that can call them: the hub's ``llm`` section decides."""
+    spec = AgentSpec(id="calc", kind="llm", options={"mcp_servers": "http://127.0.0.1:1/mcp"})
+    Hub(Settings.from_flat(agents=[spec], store="memory://", llm_provider="scripted"))
+    with pytest.raises(SettingsError, match="embedded cannot call tools"):
+        Hub(Settings.from_flat(agents=[spec], store="memory://", llm_provider="embedded"))

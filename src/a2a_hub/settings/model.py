@@ -7,6 +7,7 @@ annotated with :func:`setting`.  Its flat key, ``A2A_HUB_*`` variable and
 
 from __future__ import annotations
 
+import shlex
 from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import parse_qsl
 
@@ -18,6 +19,7 @@ __all__ = [
     "AuthSettings",
     "LLMSettings",
     "LogLevel",
+    "MCPServerSpec",
     "PushSettings",
     "Section",
     "ServerSettings",
@@ -246,6 +248,76 @@ def parse_agent_spec(text: str) -> AgentSpec:
     return AgentSpec(id=agent_id.strip(), kind=kind, executor=executor, options=options)
 
 
+class MCPServerSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """An MCP server whose tools ``llm`` agents may use (``[[mcp_servers]]`` in hub.toml).
+
+    ``transport`` is ``stdio`` (``command`` and ``args`` start it, ``python`` meaning the
+    Python that runs the hub, with its ``PYTHONPATH``; the process gets only the MCP SDK's
+    few safe environment variables plus ``env``; ``cwd`` optional) or ``http`` (streamable
+    HTTP at ``url``, with ``headers``).  ``timeout`` is
+    the limit of one tool call in seconds, ``connect_timeout`` that of connecting.
+    """
+
+    name: str
+    transport: str = "stdio"
+    command: str | None = None
+    args: list[str] = msgspec.field(default_factory=list)
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    timeout: float = 30.0
+    connect_timeout: float = 30.0
+
+    @classmethod
+    def inline(cls, value: str, *, name: str | None = None) -> MCPServerSpec:
+        """A server written on one line: ``http(s)://…`` or ``stdio:<command line>``,
+        named ``name`` (by default the line itself)."""
+        if value.startswith(("http://", "https://")):
+            return cls(name=name or value, transport="http", url=value)
+        if value.startswith("stdio:"):
+            words = shlex.split(value.removeprefix("stdio:"))
+            if not words:
+                raise SettingsError(f"MCP server {value!r} names no command")
+            return cls(name=name or value, transport="stdio", command=words[0], args=words[1:])
+        raise SettingsError(
+            f"MCP server {value!r}: write 'http(s)://host/mcp' or 'stdio:command args'"
+        )
+
+    @classmethod
+    def parse(cls, text: str) -> MCPServerSpec:
+        """``NAME=http(s)://…`` or ``NAME=stdio:<command line>`` (``A2A_HUB_MCP_SERVERS``)."""
+        name, eq, value = text.partition("=")
+        if not eq or not name.strip() or not value.strip():
+            raise SettingsError(
+                f"MCP server {text!r}: write 'NAME=http(s)://host/mcp' or 'NAME=stdio:command args'"
+            )
+        return cls.inline(value.strip(), name=name.strip())
+
+    def problem(self) -> str | None:
+        """What is wrong with this definition (one sentence), or ``None``."""
+        where = f"MCP server {self.name!r}"
+        if self.transport == "stdio":
+            if not self.command:
+                return f"{where}: transport 'stdio' needs command (and args)"
+        elif self.transport == "http":
+            if not self.url or not self.url.startswith(("http://", "https://")):
+                return f"{where}: transport 'http' needs url = 'http(s)://…'"
+        else:
+            return f"{where}: transport must be 'stdio' or 'http', not {self.transport!r}"
+        if self.timeout <= 0 or self.connect_timeout <= 0:
+            return f"{where}: timeout and connect_timeout must be positive numbers of seconds"
+        return None
+
+
+MCP_SERVERS_HELP = (
+    "MCP servers whose tools llm agents may use (agent option mcp_servers names them): "
+    "[[mcp_servers]] tables in hub.toml (name, transport = stdio|http, command, args, env, "
+    "cwd, url, headers, timeout, connect_timeout), or NAME=http(s)://HOST/mcp and "
+    "NAME=stdio:COMMAND ARGS separated by commas."
+)
+
+
 AGENT_HELP = (
     "Agent to host (repeatable): 'echo', 'llm', 'ID=echo', 'ID=llm?instruction=Be brief.', "
     "'module:ExecutorClass' or 'ID=module:ExecutorClass'; options after '?', "
@@ -266,6 +338,9 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         list[AgentSpec],
         setting(AGENT_HELP, flag="--agent", short="-a", metavar="SPEC"),
     ] = msgspec.field(default_factory=list)
+    mcp_servers: Annotated[list[MCPServerSpec], setting(MCP_SERVERS_HELP, cli=False)] = (
+        msgspec.field(default_factory=list)
+    )
     server: ServerSettings = msgspec.field(default_factory=ServerSettings)
     store: StoreSettings = msgspec.field(default_factory=StoreSettings)
     llm: LLMSettings = msgspec.field(default_factory=LLMSettings)

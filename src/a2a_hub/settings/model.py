@@ -115,6 +115,14 @@ class ServerSettings(Section):
         ),
     ] = 1
     log_level: Annotated[LogLevel, setting("How much the server logs.", metavar="LEVEL")] = "info"
+    app_dir: Annotated[
+        str,
+        setting(
+            "Folder searched first for the modules of 'module:Class' agents (relative to the "
+            "current directory), as uvicorn's --app-dir.",
+            metavar="DIR",
+        ),
+    ] = "."
     max_body_bytes: Annotated[
         int, setting("Largest request body accepted, in bytes.", ge=1024, metavar="BYTES")
     ] = 10 * 1024 * 1024

@@ -46,6 +46,7 @@ def setting(
     cli: bool = True,
     metavar: str | None = None,
     fallback_env: tuple[str, ...] = (),
+    shown_default: str | None = None,
     ge: float | None = None,
     gt: float | None = None,
     le: float | None = None,
@@ -59,6 +60,8 @@ def setting(
     replaces the option alone.  ``cli=False`` keeps a setting off the command line
     (secrets).  ``fallback_env`` names variables read when no source sets the value.
     ``ge``/``gt``/``le``/``lt`` bound numbers, checked wherever the value comes from.
+    ``shown_default`` is the default as help texts write it, for a default of None
+    that means something ("the provider's own").
     """
     extra: dict[str, Any] = {"cli": cli}
     for name, value in (
@@ -67,6 +70,7 @@ def setting(
         ("short", short),
         ("metavar", metavar),
         ("fallback_env", fallback_env),
+        ("shown_default", shown_default),
     ):
         if value:
             extra[name] = value
@@ -144,7 +148,8 @@ class StoreSettings(Section):
     url: Annotated[
         str,
         setting(
-            "Task store URL: sqlite:///PATH, memory:// (lost on exit), "
+            "Task store URL: sqlite:///PATH (relative to the current directory; four "
+            "slashes for an absolute path: sqlite:////var/lib/hub.db), memory:// (lost on exit), "
             "postgresql://USER@HOST/DB (pip install 'a2a-hub[postgres]') or "
             "redis://HOST:6379/0 (pip install 'a2a-hub[redis]').",
             key="store",
@@ -176,7 +181,8 @@ class LLMSettings(Section):
         ),
     ] = "embedded"
     model: Annotated[
-        str | None, setting("Model name (default: the provider's own).", metavar="MODEL")
+        str | None,
+        setting("Model name.", metavar="MODEL", shown_default="the provider's own"),
     ] = None
     base_url: Annotated[
         str | None,

@@ -98,8 +98,13 @@ def test_the_agent_of_the_readme_and_the_python_client(tmp_path: Path) -> None:
     ) as (url, _):
         printed = run_python(on_port(block("client"), url), tmp_path).splitlines()
     assert printed[0] == "input-required Which product?"
-    assert any("About the hub: it hosts many agents." in line for line in printed[1:])
-    assert "TASK_STATE_COMPLETED" in printed[-1]
+    numbers = [int(line.split()[0]) for line in printed[1:]]
+    assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)
+    assert [line.split(" ", 1)[1] for line in printed[1:]] == [
+        "working",
+        "About the hub: it hosts many agents.",
+        "completed",
+    ]
 
 
 def test_the_hub_toml_of_the_readme(tmp_path: Path) -> None:

@@ -148,8 +148,8 @@ class StoreSettings(Section):
     url: Annotated[
         str,
         setting(
-            "Task store URL: sqlite:///PATH (relative to the current directory; four "
-            "slashes for an absolute path: sqlite:////var/lib/hub.db), memory:// (lost on exit), "
+            "Task store URL: sqlite:///PATH (relative; sqlite:////PATH is absolute), "
+            "memory:// (lost on exit), "
             "postgresql://USER@HOST/DB (pip install 'a2a-hub[postgres]') or "
             "redis://HOST:6379/0 (pip install 'a2a-hub[redis]').",
             key="store",

@@ -148,8 +148,7 @@ class StoreSettings(Section):
     url: Annotated[
         str,
         setting(
-            "Task store URL: sqlite:///PATH (relative; sqlite:////PATH is absolute), "
-            "memory:// (lost on exit), "
+            "Task store URL: sqlite:///REL/PATH, sqlite:////ABS/PATH, memory://, "
             "postgresql://USER@HOST/DB (pip install 'a2a-hub[postgres]') or "
             "redis://HOST:6379/0 (pip install 'a2a-hub[redis]').",
             key="store",

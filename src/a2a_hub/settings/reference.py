@@ -28,7 +28,7 @@ def _what(field: SettingField) -> str:
     if field.choices:
         text += " One of: " + ", ".join(field.choices) + "."
     if field.item is not None:
-        text += f" The variable takes a comma-separated list ({field.env}=echo,bot=mymod:Bot)."
+        text += f" {field.env} takes a comma-separated list."
     return _cell(text)
 
 

@@ -61,6 +61,13 @@ class CrashExecutor(AgentExecutor):
         raise RuntimeError("the model exploded")
 
 
+class RejectExecutor(AgentExecutor):
+    """Rejects every task."""
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.reject("not today")
+
+
 class LazyExecutor(AgentExecutor):
     """Returns without answering at all."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,6 +23,12 @@ def hub_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "echo",
         "--agent",
         "pizza=sample_agents:PizzaExecutor",
+        "--agent",
+        "crash=sample_agents:CrashExecutor",
+        "--agent",
+        "reject=sample_agents:RejectExecutor",
+        "--agent",
+        "slow=sample_agents:SlowExecutor",
         "--store",
         "memory://",
         cwd=tmp_path_factory.mktemp("cli"),
@@ -102,3 +110,79 @@ def test_help_is_for_a_newcomer() -> None:
     for word in ("serve", "send", "chat", "card", "tasks"):
         assert word in out.stdout
     assert Path(__file__).exists()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["send", "send --stream"])
+def test_send_exit_codes_follow_the_task(hub_url: str, stream: bool) -> None:
+    flags = ["--stream"] if stream else []
+    out = run("send", *flags, f"{hub_url}/a2a/echo", "fine")
+    assert out.returncode == 0 and "completed" in out.stdout
+    out = run("send", *flags, f"{hub_url}/a2a/pizza", "pizza")
+    assert out.returncode == 0 and "input-required" in out.stdout  # the agent waits: fine
+    out = run("send", *flags, f"{hub_url}/a2a/crash", "boom")
+    assert out.returncode == 3 and "failed" in out.stdout and "the model exploded" in out.stdout
+    out = run("send", *flags, f"{hub_url}/a2a/reject", "please")
+    assert out.returncode == 4 and "rejected" in out.stdout
+
+
+def test_send_exits_5_when_its_task_is_canceled(hub_url: str) -> None:
+    sender = subprocess.Popen(
+        [*CLI, "send", "--stream", "--json", f"{hub_url}/a2a/slow", "take your time"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert sender.stdout is not None
+        task_id = None
+        while task_id is None:
+            line = sender.stdout.readline()
+            assert line, "send ended before its task started"
+            if '"id": "' in line and task_id is None and "taskId" not in line:
+                task_id = line.split('"id": "')[1].split('"')[0]
+        # the first "id" of the stream's JSON is the task's (the snapshot comes first)
+        canceled = run("tasks", "cancel", f"{hub_url}/a2a/slow", task_id)
+        assert canceled.returncode == 0 and "canceled" in canceled.stdout
+        sender.communicate(timeout=60)
+    finally:
+        if sender.poll() is None:
+            sender.kill()
+            sender.wait()
+    assert sender.returncode == 5
+
+
+def test_chat_leaves_at_once_on_ctrl_c_at_the_prompt(hub_url: str) -> None:
+    child = pexpect.spawn(
+        CLI[0],
+        [*CLI[1:], "chat", f"{hub_url}/a2a/pizza"],
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(40, 120),
+    )
+    try:
+        child.expect("you> ")
+        child.sendintr()  # no Enter: the prompt itself must give way
+        child.expect(pexpect.EOF)
+        before = child.before or ""
+    finally:
+        child.close(force=True)
+    assert "Traceback" not in before
+    assert child.exitstatus == 0
+
+
+def test_tasks_list_keeps_whole_ids_at_80_columns(hub_url: str) -> None:
+    sent = run("send", "--json", f"{hub_url}/a2a/pizza", "a long order " * 10)
+    task = json.loads(sent.stdout)
+    env = {**os.environ, "COLUMNS": "80"}
+    out = subprocess.run(
+        [*CLI, "tasks", "list", f"{hub_url}/a2a/pizza"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert out.returncode == 0
+    assert max(len(line) for line in out.stdout.splitlines()) <= 80
+    lines = out.stdout.splitlines()
+    assert any(task["id"] in line for line in lines), out.stdout
+    assert any(task["contextId"] in line for line in lines), out.stdout
+    assert "…" not in out.stdout

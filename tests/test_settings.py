@@ -33,6 +33,7 @@ DOCUMENTED_ENV: list[tuple[str, str, Any]] = [
     ("A2A_HUB_DEFAULT_AGENT", "echo", ("server", "default_agent", "echo")),
     ("A2A_HUB_WORKERS", "3", ("server", "workers", 3)),
     ("A2A_HUB_LOG_LEVEL", "WARNING", ("server", "log_level", "warning")),
+    ("A2A_HUB_APP_DIR", "src", ("server", "app_dir", "src")),
     ("A2A_HUB_MAX_BODY_BYTES", "4096", ("server", "max_body_bytes", 4096)),
     ("A2A_HUB_SSE_HEARTBEAT", "2.5", ("server", "sse_heartbeat", 2.5)),
     ("A2A_HUB_STORE", "redis://127.0.0.1:6379/0", ("store", "url", "redis://127.0.0.1:6379/0")),

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import msgspec
+from rich import box
 from rich.console import Console
 from rich.json import JSON
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from a2a_hub.protocol.types import (
@@ -103,22 +104,36 @@ def print_result(console: Console, result: Task | Message) -> None:
 
 
 def print_tasks(console: Console, tasks: Sequence[Task], next_token: str, total: int) -> None:
-    """A table of tasks."""
-    table = Table("task", "context", "state", "updated", "last message")
+    """A table of tasks whose ids are never cut, so they can be copied (80 columns do).
+
+    The task id and, below it, the context id share the first column, which is as wide
+    as the longest id and never wraps; the last message gives way instead.
+    """
+    widest = max((len(i) for t in tasks for i in (t.id, t.context_id)), default=4)
+    table = Table(
+        Column("task / context", no_wrap=True, min_width=widest),
+        Column("state", no_wrap=True),
+        Column("updated", no_wrap=True),
+        Column("last message", ratio=1, overflow="fold"),
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     for task in tasks:
         message = task.status.message
         text = "" if message is None else " ".join(p.text or "" for p in message.parts)[:60]
+        stamp = (task.status.timestamp or "").partition(".")[0].rstrip("Z")
+        day, _, clock = stamp.partition("T")
         table.add_row(
-            Text(task.id),
-            Text(task.context_id),
-            Text(task.status.state.label),
-            Text(task.status.timestamp or ""),
+            Text(task.id) + Text("\n") + Text(task.context_id, style="dim"),
+            Text(task.status.state.label, style=_STYLE.get(task.status.state, "")),
+            Text(f"{day}\n{clock}Z" if clock else day),
             Text(text),
         )
     console.print(table)
     console.print(
         f"{len(tasks)} of {total} tasks" + (f"; next page: {next_token}" if next_token else ""),
         markup=False,
+        highlight=False,
     )
 
 

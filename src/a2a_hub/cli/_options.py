@@ -13,11 +13,26 @@ from typer.core import TyperCommand, TyperGroup
 from a2a_hub.cli._output import escape
 from a2a_hub.settings import SettingField, setting_fields
 
-__all__ = ["Command", "Group", "env_only_help", "option_help", "setting_options"]
+__all__ = [
+    "Command",
+    "Group",
+    "default_help",
+    "env_only_help",
+    "option_help",
+    "setting_options",
+]
+
+
+def _no_argument_types(params: list[Any]) -> list[Any]:
+    """The parameters, arguments without the ``<str>``/``<path>`` typer would show."""
+    for param in params:
+        if getattr(param, "param_type_name", "") == "argument":
+            param.display_type_rich = lambda ctx: None
+    return params
 
 
 class Command(TyperCommand):
-    """A command whose ``--help`` shows no type (flags take no value)."""
+    """A command whose ``--help`` shows no Python types (flags take no value)."""
 
     def get_help_option(self, ctx: Any) -> Any:
         """The help option, without the ``<bool>`` typer would show."""
@@ -25,10 +40,14 @@ class Command(TyperCommand):
         if option is not None:
             option.metavar = ""
         return option
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        """The parameters, arguments shown by name alone."""
+        return _no_argument_types(super().get_params(ctx))
 
 
 class Group(TyperGroup):
-    """A group of commands whose ``--help`` shows no type."""
+    """A group of commands whose ``--help`` shows no Python types."""
 
     def get_help_option(self, ctx: Any) -> Any:
         """The help option, without the ``<bool>`` typer would show."""
@@ -37,15 +56,14 @@ class Group(TyperGroup):
             option.metavar = ""
         return option
 
+    def get_params(self, ctx: Any) -> list[Any]:
+        """The parameters, arguments shown by name alone."""
+        return _no_argument_types(super().get_params(ctx))
 
-def _shown(value: Any) -> str | None:
-    if value is None or value == [] or value == {}:
-        return None
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+
+def default_help(text: str, default: str) -> str:
+    """Help text (plain) and its default, written as every option writes it."""
+    return f"{escape(text)}  [dim]\\[default: {escape(default)}][/dim]"
 
 
 def option_help(field: SettingField) -> str:
@@ -54,7 +72,7 @@ def option_help(field: SettingField) -> str:
     if field.choices:
         text += " One of: " + ", ".join(field.choices) + "."
     parts = [escape(text), rf"[dim yellow]\[env var: {field.env}][/dim yellow]"]
-    default = _shown(field.default)
+    default = field.default_text
     if default is not None:
         parts.append(rf"[dim]\[default: {escape(default)}][/dim]")
     return "  ".join(parts)

@@ -12,7 +12,16 @@ from rich.markup import escape
 if TYPE_CHECKING:
     from a2a_hub.client import StreamItem
 
-__all__ = ["console", "err_console", "escape", "fail", "follow", "print_json", "show"]
+__all__ = [
+    "TASK_EXIT_CODES",
+    "console",
+    "err_console",
+    "escape",
+    "fail",
+    "follow",
+    "print_json",
+    "show",
+]
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
@@ -42,14 +51,28 @@ def show(value: object, as_json: bool, human: Callable[[], None]) -> None:
         human()
 
 
-async def follow(items: AsyncIterator[StreamItem], as_json: bool) -> None:
-    """Print a stream as it arrives."""
+async def follow(items: AsyncIterator[StreamItem], as_json: bool) -> str | None:
+    """Print a stream as it arrives; return the label of the task's last state (if any)."""
     from a2a_hub._render import EventPrinter
 
     printer = EventPrinter(console)
+    state: str | None = None
     async for item in items:
+        event = item.response
+        if event.task is not None:
+            state = event.task.status.state.label
+        elif event.status_update is not None:
+            state = event.status_update.status.state.label
         if as_json:
-            print_json({"id": item.id, "event": item.response})
+            print_json({"id": item.id, "event": event})
         else:
-            printer.show(item.response)
+            printer.show(event)
     printer.finish()
+    return state
+
+
+#: Exit codes of ``a2a-hub send`` for a task that did not succeed, by state.  Every
+#: other answer exits 0: a completed task, a message, a task waiting for input or
+#: auth, or one still working.  Errors (unreachable agent, protocol error) exit 1,
+#: a bad option 2.
+TASK_EXIT_CODES = {"failed": 3, "rejected": 4, "canceled": 5}

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
+import contextlib
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from a2a_hub.cli._options import Command, Group
-from a2a_hub.cli._output import console, escape, fail, follow, show
+from a2a_hub.cli._options import Command, Group, default_help
+from a2a_hub.cli._output import TASK_EXIT_CODES, console, escape, fail, follow, show
 
 if TYPE_CHECKING:
-    from a2a_hub.client import A2AClient
+    from a2a_hub.client import A2AClient, Conversation
 
 __all__ = ["card", "chat", "send", "tasks_app"]
 
@@ -33,7 +34,10 @@ Transport = Annotated[
     typer.Option(
         "--transport",
         metavar="NAME",
-        help="jsonrpc-1.0, rest-1.0, jsonrpc-0.3 or jsonrpc-0.1 (default: the card's best).",
+        help=default_help(
+            "jsonrpc-1.0, rest-1.0, jsonrpc-0.3 or jsonrpc-0.1.", "the best the card offers"
+        ),
+        show_default=False,
     ),
 ]
 Url = Annotated[
@@ -57,14 +61,15 @@ def _headers(values: list[str] | None) -> dict[str, str]:
     return headers
 
 
-def _run(work: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    """Run a client command; any failure is one clear line and a non-zero exit."""
+@contextlib.contextmanager
+def _reported() -> Iterator[None]:
+    """Any failure of a client command: one clear line and a non-zero exit."""
     import httpx
 
     from a2a_hub.protocol.errors import A2AError
 
     try:
-        asyncio.run(work())
+        yield
     except A2AError as exc:
         code = "" if type(exc) is A2AError else f" [dim](A2A error {exc.code})[/dim]"
         fail(exc.message, 1, detail=code)
@@ -74,6 +79,26 @@ def _run(work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         fail(str(exc), 1)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+
+
+def _run(work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run a client command; any failure is one clear line and a non-zero exit."""
+    with _reported():
+        asyncio.run(work())
+
+
+async def _connect(
+    url: str,
+    transport: str | None,
+    api_key: str | None,
+    bearer: str | None,
+    header: list[str] | None,
+) -> A2AClient:
+    from a2a_hub.client import A2AClient
+
+    return await A2AClient.connect(
+        url, transport=transport, api_key=api_key, bearer=bearer, headers=_headers(header)
+    )
 
 
 def _with_client(
@@ -87,12 +112,7 @@ def _with_client(
     """Connect to the agent at ``url``, run ``use`` with the client, report failures."""
 
     async def work() -> None:
-        from a2a_hub.client import A2AClient
-
-        client = await A2AClient.connect(
-            url, transport=transport, api_key=api_key, bearer=bearer, headers=_headers(header)
-        )
-        async with client:
+        async with await _connect(url, transport, api_key, bearer, header) as client:
             await use(client)
 
     _run(work)
@@ -138,17 +158,29 @@ def send(
     bearer: Bearer = None,
     header: Headers = None,
 ) -> None:
-    """Send TEXT to the agent at URL and show the answer."""
+    """Send TEXT to the agent at URL and show the answer.
+
+    Exits 0 when the agent answers (a completed task, a message, a task waiting for
+    input), 3 when the task failed, 4 rejected, 5 canceled; 1 for an error (the agent
+    cannot be reached, or answers with a protocol error), 2 for a bad option.
+    """
     from a2a_hub._render import print_result
+    from a2a_hub.protocol.types import Task
+
+    state: str | None = None
 
     async def use(client: A2AClient) -> None:
+        nonlocal state
         if stream:
-            await follow(client.stream(text, context_id=context, task_id=task), as_json)
+            state = await follow(client.stream(text, context_id=context, task_id=task), as_json)
             return
         result = await client.send(text, context_id=context, task_id=task)
         show(result, as_json, lambda: print_result(console, result))
+        if isinstance(result, Task):
+            state = result.status.state.label
 
     _with_client(url, transport, api_key, bearer, header, use)
+    raise typer.Exit(TASK_EXIT_CODES.get(state or "", 0))
 
 
 def chat(
@@ -158,43 +190,54 @@ def chat(
     bearer: Bearer = None,
     header: Headers = None,
 ) -> None:
-    """Talk to the agent at URL over several turns (/new, /cancel, /quit)."""
-    from a2a_hub._render import print_result
+    """Talk to the agent at URL over several turns (/new, /cancel, /quit; Ctrl+C or
+    Ctrl+D leaves)."""
     from a2a_hub.client import Conversation
 
-    async def use(client: A2AClient) -> None:
-        conv = Conversation(client)
-        console.print(
-            f"Talking to [bold]{escape(client.card.name)}[/bold] over "
-            f"{escape(client.transport.binding)} {escape(client.transport.version)}. "
-            "Commands: /new (new conversation), /cancel (cancel the task), /quit",
-            highlight=False,
-        )
-        while True:
-            try:
-                line = (await asyncio.to_thread(input, "you> ")).strip()
-            except EOFError:
-                break
-            if not line:
-                continue
-            if line == "/quit":
-                break
-            if line == "/new":
-                conv.reset()
-                console.print("[dim]new conversation[/dim]")
-            elif line == "/cancel":
-                if conv.task_id is None:
-                    console.print("[dim]no task to cancel[/dim]")
-                    continue
-                canceled = await client.cancel_task(conv.task_id)
-                conv.observe(canceled)
-                console.print(f"task {canceled.id} {canceled.status.state.label}", markup=False)
-            elif client.streaming:
-                await follow(conv.stream(line), as_json=False)
-            else:
-                print_result(console, await conv.send(line))
+    # The prompt is read in the main thread, outside the event loop, so that Ctrl+C
+    # stops it at once; one loop (asyncio.Runner) serves every turn and the connection.
+    with _reported(), asyncio.Runner() as loop:
+        client = loop.run(_connect(url, transport, api_key, bearer, header))
+        try:
+            console.print(
+                f"Talking to [bold]{escape(client.card.name)}[/bold] over "
+                f"{escape(client.transport.binding)} {escape(client.transport.version)}. "
+                "Commands: /new (new conversation), /cancel (cancel the task), /quit",
+                highlight=False,
+            )
+            conv = Conversation(client)
+            while True:
+                try:
+                    line = input("you> ").strip()
+                except (EOFError, KeyboardInterrupt):
+                    console.print()
+                    break
+                if line == "/quit":
+                    break
+                if line:
+                    loop.run(_turn(client, conv, line))
+        finally:
+            loop.run(client.close())
 
-    _with_client(url, transport, api_key, bearer, header, use)
+
+async def _turn(client: A2AClient, conv: Conversation, line: str) -> None:
+    """One line typed in ``chat``: a command or a message to the agent."""
+    from a2a_hub._render import print_result
+
+    if line == "/new":
+        conv.reset()
+        console.print("[dim]new conversation[/dim]")
+    elif line == "/cancel":
+        if conv.task_id is None:
+            console.print("[dim]no task to cancel[/dim]")
+            return
+        canceled = await client.cancel_task(conv.task_id)
+        conv.observe(canceled)
+        console.print(f"task {canceled.id} {canceled.status.state.label}", markup=False)
+    elif client.streaming:
+        await follow(conv.stream(line), as_json=False)
+    else:
+        print_result(console, await conv.send(line))
 
 
 @tasks_app.command("get", cls=Command)

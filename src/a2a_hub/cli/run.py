@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from a2a_hub.cli._options import default_help
 from a2a_hub.cli._output import console, err_console, fail
 
 __all__ = ["run"]
@@ -25,17 +26,36 @@ def run(
     ] = False,
     out: Annotated[
         Path | None,
-        typer.Option("--out", metavar="FILE", help="Results file (default: in the run's folder)."),
+        typer.Option(
+            "--out",
+            metavar="FILE",
+            help=default_help("Results file.", "results.json in the run's folder"),
+            show_default=False,
+        ),
     ] = None,
     timeout: Annotated[
-        float, typer.Option(metavar="SECONDS", help="Seconds the evaluation may take.")
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            help=default_help("Seconds the evaluation may take.", "600"),
+            show_default=False,
+        ),
     ] = 600.0,
     ready_timeout: Annotated[
-        float, typer.Option(metavar="SECONDS", help="Seconds to wait for every agent card.")
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            help=default_help("Seconds to wait for every agent card.", "30"),
+            show_default=False,
+        ),
     ] = 30.0,
     run_dir: Annotated[
         Path | None,
-        typer.Option(metavar="DIR", help="Folder for logs and results (default .a2a-hub/runs/…)."),
+        typer.Option(
+            metavar="DIR",
+            help=default_help("Folder for logs and results.", ".a2a-hub/runs/DATE-TIME"),
+            show_default=False,
+        ),
     ] = None,
 ) -> None:
     """Run a scenario: start its agents, let the green agent evaluate the others, show scores."""

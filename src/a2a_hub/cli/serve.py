@@ -1,11 +1,22 @@
-"""``a2a-hub serve``: host agents over A2A with uvicorn."""
+"""``a2a-hub serve``: host agents over A2A with uvicorn.
+
+Before the banner, everything that can be checked is: the settings, the agents
+(imported from ``--app-dir`` first), the port (bound here and handed to uvicorn)
+and the store (opened once and closed).  Each failure is one or two lines and a
+non-zero exit: 2 for a bad setting, 1 when the port or the store cannot be used.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import errno
 import logging
 import os
+import socket
+import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 import typer
@@ -14,7 +25,15 @@ from a2a_hub.cli._options import setting_options
 from a2a_hub.cli._output import err_console, escape, fail
 from a2a_hub.settings import CONFIG_ENV, SettingsError, load_settings
 
-__all__ = ["serve"]
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+__all__ = ["SHUTDOWN_GRACE", "serve", "worker_app"]
+
+#: Seconds that open requests (SSE streams above all) get to finish after Ctrl+C.
+SHUTDOWN_GRACE = 5
+#: Seconds the start-up check of the store may take.
+STORE_CHECK_TIMEOUT = 30.0
 
 
 @setting_options
@@ -38,50 +57,206 @@ def serve(
     """Serve agents over A2A.
 
     Every setting comes from the command line, else its A2A_HUB_* variable, else
-    --config hub.toml, else its default.
+    --config hub.toml, else its default.  Exit codes: 2 for a bad setting, 1 when the
+    port or the store cannot be used.
     """
-    import uvicorn
+    from a2a_hub.server import Hub
+    from a2a_hub.stores.urls import describe_store_url
 
-    from a2a_hub.server import Hub, create_app
-    from a2a_hub.server.app import SETTINGS_ENV, tune_gc
-
+    app_dir = "."
     try:
         settings = load_settings(config, overrides=overrides)
+        app_dir = settings.server.app_dir
         if not settings.agents:
             raise SettingsError(
                 "no agents to serve: pass --agent echo (or list [[agents]] in --config hub.toml)"
             )
+        use_app_dir(app_dir)
         hub = Hub(settings)
     except (SettingsError, ValueError, ImportError) as exc:
-        fail(str(exc), 2)
+        hint = ""
+        if "No module named" in str(exc):
+            hint = (
+                f" (modules are looked for in --app-dir {Path(app_dir).resolve()}, "
+                "then among the installed packages)"
+            )
+        fail(f"{exc}{hint}", 2)
     server, store = settings.server, settings.store
+    sock = listen(server.host, server.port)
+    try:
+        check_store(store.url)
+    except KeyboardInterrupt:
+        sock.close()
+        raise typer.Exit(130) from None
     logging.basicConfig(
         level=server.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    base = f"http://{server.host}:{server.port}"
+    base = f"http://{_url_host(server.host)}:{server.port}"
     say = err_console.print
-    say(f"a2a-hub serving {len(hub.agents)} agent(s), store {escape(store.url)}")
+    where_store = escape(describe_store_url(store.url))
+    say(f"a2a-hub serving {len(hub.agents)} agent(s), store {where_store}", highlight=False)
     for agent_id in hub.agents:
         where = escape(f"{base}/a2a/{agent_id}")
-        say(f"  {where}  (card: {where}/.well-known/agent-card.json)")
+        say(f"  {where}  (card: {where}/.well-known/agent-card.json)", highlight=False)
     if hub.default_agent_id:
-        say(f"  default agent at {base}/ : {escape(hub.default_agent_id)}")
+        say(f"  default agent at {base}/ : {escape(hub.default_agent_id)}", highlight=False)
     if server.workers > 1:
-        # each worker process builds its own hub from the same settings
-        os.environ[SETTINGS_ENV] = msgspec.json.encode(settings).decode()
-        say(f"  {server.workers} worker processes sharing {escape(store.url)}")
-        uvicorn.run(
-            "a2a_hub.server.app:app_from_environment",
-            factory=True,
-            workers=server.workers,
-            host=server.host,
-            port=server.port,
-            log_level=server.log_level,
-            access_log=False,
-        )
-        return
-    app = create_app(hub)
-    tune_gc()
-    uvicorn.run(
-        app, host=server.host, port=server.port, log_level=server.log_level, access_log=False
+        say(f"  {server.workers} worker processes; press Ctrl+C to stop", highlight=False)
+        _serve_workers(settings, sock)
+    else:
+        say("  press Ctrl+C to stop", highlight=False)
+        _serve_one(hub, sock)
+
+
+def use_app_dir(app_dir: str) -> None:
+    """Put ``app_dir`` (relative to the current directory) first on ``sys.path``, as
+    uvicorn's ``--app-dir`` does, so that ``--agent mymod:MyExecutor`` finds ``mymod.py``
+    there; worker processes inherit the path."""
+    path = Path(app_dir).expanduser().resolve()
+    if not path.is_dir():
+        raise SettingsError(f"--app-dir {app_dir!r} is not a folder ({path})")
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` for uvicorn, or one line saying why not (exit 1)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        fail(f"--host {host!r} is not an address of this machine ({exc.strerror})", 1)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        where = f"{_url_host(host)}:{port}"
+        if exc.errno == errno.EADDRINUSE:
+            fail(
+                f"port {port} is already in use on {host} (another a2a-hub?); stop that "
+                f"server or choose another --port",
+                1,
+            )
+        if exc.errno == errno.EACCES:
+            fail(f"no permission to listen on {where}; choose a --port above 1023", 1)
+        if exc.errno == errno.EADDRNOTAVAIL:
+            fail(f"--host {host!r} is not an address of this machine; try 127.0.0.1", 1)
+        fail(f"cannot listen on {where}: {exc.strerror or exc}", 1)
+    sock.set_inheritable(True)
+    return sock
+
+
+def check_store(url: str) -> None:
+    """Open the store at ``url`` once and close it; on failure, two lines and exit 1."""
+    from a2a_hub.stores import open_store
+    from a2a_hub.stores.urls import open_failure
+
+    async def probe() -> None:
+        store = open_store(url)
+        try:
+            async with asyncio.timeout(STORE_CHECK_TIMEOUT):
+                await store.open()
+        finally:
+            await store.close()
+
+    try:
+        asyncio.run(probe())
+    except Exception as exc:
+        message = open_failure(url, exc)
+        if isinstance(exc, TimeoutError):
+            message = message.replace(" in time", f" within {STORE_CHECK_TIMEOUT:g} s", 1)
+        fail(message, 1)
+
+
+class _QuietCancellations(logging.Filter):
+    """Hides what uvicorn logs about requests it cancels while it stops.
+
+    An SSE stream never ends by itself; when the grace period after Ctrl+C is over
+    (or at a second Ctrl+C), uvicorn cancels it and logs "Exception in ASGI
+    application" with the CancelledError, and the cancelled lifespan as a traceback.
+    Both are the expected end of a stop, not errors.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, asyncio.CancelledError):
+            return False
+        message = record.getMessage()
+        if message.startswith("Traceback") and "CancelledError" in message:
+            return False
+        if "timeout graceful shutdown exceeded" in message:
+            # the expected end of an open stream, said as such
+            record.msg, record.args = (
+                "Closing %s request(s) still open after %s s",
+                (
+                    message.split()[1],
+                    SHUTDOWN_GRACE,
+                ),
+            )
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+def _quiet_stops() -> None:
+    logging.getLogger("uvicorn.error").addFilter(_QuietCancellations())
+
+
+def _uvicorn_config(app: Any, settings: Any, **extra: Any) -> Any:
+    import uvicorn
+
+    server = settings.server
+    return uvicorn.Config(
+        app,
+        host=server.host,
+        port=server.port,
+        log_level=server.log_level,
+        access_log=False,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE,
+        **extra,
     )
+
+
+def _serve_one(hub: Any, sock: socket.socket) -> None:
+    import uvicorn
+
+    from a2a_hub.server import create_app
+    from a2a_hub.server.app import tune_gc
+
+    server = uvicorn.Server(_uvicorn_config(create_app(hub), hub.settings))
+    _quiet_stops()
+    tune_gc()
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl+C it handled
+        server.run(sockets=[sock])
+    if not server.started:
+        fail("the server did not start; the log above says why", 1)
+
+
+def worker_app() -> Starlette:
+    """The app of one ``--workers`` process (its settings come through the environment)."""
+    from a2a_hub.server.app import app_from_environment
+
+    _quiet_stops()
+    return app_from_environment()
+
+
+def _serve_workers(settings: Any, sock: socket.socket) -> None:
+    from uvicorn.config import STARTUP_FAILURE
+    from uvicorn.supervisors import Multiprocess
+
+    from a2a_hub.server.app import SETTINGS_ENV
+
+    # each worker process builds its own hub from the same settings
+    os.environ[SETTINGS_ENV] = msgspec.json.encode(settings).decode()
+    config = _uvicorn_config(
+        "a2a_hub.cli.serve:worker_app", settings, factory=True, workers=settings.server.workers
+    )
+    supervisor = Multiprocess(config, sockets=[sock])
+    supervisor.run()
+    if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes):
+        fail("a worker process could not start; the log above says why", 1)

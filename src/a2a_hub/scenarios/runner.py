@@ -42,7 +42,7 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -440,10 +440,23 @@ class Runner:
                 with contextlib.suppress(ChildProcessError, ProcessLookupError):
                     os.waitpid(agent.process.pid, os.WNOHANG)
         for pump in self._pumps:
-            pump.cancel()
+            if not pump.get_loop().is_closed():  # (called again after asyncio.run)
+                pump.cancel()
         if self._watchdog is not None:
             self._watchdog.close()
             self._watchdog = None
+
+    async def reap(self) -> None:
+        """After :meth:`stop`: let asyncio see every process exit and close its pipes.
+
+        Transports still open when the loop closes are closed by the garbage collector
+        later, which then fails with "RuntimeError: Event loop is closed".
+        """
+        for agent in self.scenario.agents:
+            if agent.process is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(agent.process.wait(), self.grace)
+        await asyncio.gather(*self._pumps, return_exceptions=True)
 
     # --- the evaluation -----------------------------------------------------------------
 
@@ -593,10 +606,22 @@ async def _main(runner: Runner, *, serve_only: bool, limit: float, out: Path, st
         error = str(exc)
         raise
     finally:
-        runner.stop()  # while the loop still runs: every process group, TERM then KILL
+        with _no_interrupts():  # a second Ctrl+C must not cut the clean-up short
+            runner.stop()  # while the loop still runs: every process group, TERM then KILL
+            await runner.reap()
         if not serve_only:
             _write_results(out, _results_doc(runner.scenario, outcome, started, error))
             runner.console.print(f"results: {out}", markup=False, highlight=False)
+
+
+@contextlib.contextmanager
+def _no_interrupts() -> Iterator[None]:
+    """Ignore Ctrl+C meanwhile (the clean-up is bounded: ``grace`` seconds, then SIGKILL)."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _write_results(path: Path, document: dict[str, Any]) -> None:

@@ -33,7 +33,15 @@ def base_url(request: Request, hub: Hub, agent: HostedAgent | None) -> str:
     An agent reached through the root alias is announced at the root; the
     ``public_url`` setting wins over the request's own host.
     """
-    root = (hub.settings.server.public_url or str(request.base_url)).rstrip("/")
+    root = hub.settings.server.public_url
+    if not root:
+        # where the hub's app is mounted (also inside another app): the agent mount adds
+        # /a2a/{agent_id} to the root path
+        mounted = request.scope.get("root_path", "")
+        if "agent_id" in request.path_params:
+            mounted = mounted.rsplit("/a2a/", 1)[0]
+        root = f"{request.url.scheme}://{request.url.netloc}{mounted}"
+    root = root.rstrip("/")
     return root if agent is None else f"{root}/a2a/{agent.id}"
 
 

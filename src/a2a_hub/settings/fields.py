@@ -91,6 +91,22 @@ class SettingField:
             return tuple(str(c) for c in get_args(self.base))
         return None
 
+    @property
+    def default_text(self) -> str | None:
+        """The default as help texts write it (``8000``, ``yes``, ``the provider's own``),
+        or None when there is nothing worth saying (no value)."""
+        extra = self.meta.extra or {}
+        if extra.get("shown_default"):
+            return str(extra["shown_default"])
+        value = self.default
+        if value is None or value == [] or value == {}:
+            return None
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        return str(value)
+
     def rule(self) -> str:
         """What the setting accepts, as in "--port must be <rule>"."""
         choices = self.choices

@@ -48,6 +48,7 @@ def setting(
     cli: bool = True,
     metavar: str | None = None,
     fallback_env: tuple[str, ...] = (),
+    shown_default: str | None = None,
     ge: float | None = None,
     gt: float | None = None,
     le: float | None = None,
@@ -61,6 +62,8 @@ def setting(
     replaces the option alone.  ``cli=False`` keeps a setting off the command line
     (secrets).  ``fallback_env`` names variables read when no source sets the value.
     ``ge``/``gt``/``le``/``lt`` bound numbers, checked wherever the value comes from.
+    ``shown_default`` is the default as help texts write it, for a default of None
+    that means something ("the provider's own").
     """
     extra: dict[str, Any] = {"cli": cli}
     for name, value in (
@@ -69,6 +72,7 @@ def setting(
         ("short", short),
         ("metavar", metavar),
         ("fallback_env", fallback_env),
+        ("shown_default", shown_default),
     ):
         if value:
             extra[name] = value
@@ -117,6 +121,14 @@ class ServerSettings(Section):
         ),
     ] = 1
     log_level: Annotated[LogLevel, setting("How much the server logs.", metavar="LEVEL")] = "info"
+    app_dir: Annotated[
+        str,
+        setting(
+            "Folder searched first for the modules of 'module:Class' agents (relative to the "
+            "current directory), as uvicorn's --app-dir.",
+            metavar="DIR",
+        ),
+    ] = "."
     max_body_bytes: Annotated[
         int, setting("Largest request body accepted, in bytes.", ge=1024, metavar="BYTES")
     ] = 10 * 1024 * 1024
@@ -138,7 +150,7 @@ class StoreSettings(Section):
     url: Annotated[
         str,
         setting(
-            "Task store URL: sqlite:///PATH, memory:// (lost on exit), "
+            "Task store URL: sqlite:///REL/PATH, sqlite:////ABS/PATH, memory://, "
             "postgresql://USER@HOST/DB (pip install 'a2a-hub[postgres]') or "
             "redis://HOST:6379/0 (pip install 'a2a-hub[redis]').",
             key="store",
@@ -170,7 +182,8 @@ class LLMSettings(Section):
         ),
     ] = "embedded"
     model: Annotated[
-        str | None, setting("Model name (default: the provider's own).", metavar="MODEL")
+        str | None,
+        setting("Model name.", metavar="MODEL", shown_default="the provider's own"),
     ] = None
     base_url: Annotated[
         str | None,

@@ -32,6 +32,7 @@ from a2a_hub.stores.base import (
     encode_page_token,
 )
 from a2a_hub.stores.memory import MemoryStore
+from a2a_hub.stores.urls import SUPPORTED_SCHEMES, check_store_url
 
 __all__ = [
     "SUPPORTED_SCHEMES",
@@ -50,33 +51,23 @@ __all__ = [
     "open_store",
 ]
 
-SUPPORTED_SCHEMES = (
-    "memory://",
-    "sqlite:///path",
-    "postgresql://user@host/db",
-    "redis://host:6379/0",
-)
-
 
 def open_store(url: str) -> Store:
     """The store for ``url``, not yet opened: the caller awaits ``store.open()``.
 
-    Raises :class:`ValueError` for a URL no backend serves, and
-    :class:`ImportError` naming the extra to install when a backend's library
-    is missing.
+    Raises :class:`ValueError` for a URL no backend serves or that cannot work
+    (see :func:`~a2a_hub.stores.urls.check_store_url`), and :class:`ImportError`
+    naming the extra to install when a backend's library is missing.
     """
+    check_store_url(url)
     scheme, sep, _ = url.partition("://")
-    scheme = scheme.lower()
-    base = scheme.partition("+")[0] if sep else ""
+    base = scheme.lower().partition("+")[0] if sep else ""
     if base == "memory":
         return MemoryStore(url)
     if base in ("sqlite", "postgresql", "postgres"):
         from a2a_hub.stores.sql import SqlStore
 
         return SqlStore(url)
-    if base in ("redis", "rediss"):
-        from a2a_hub.stores.redis import RedisStore
+    from a2a_hub.stores.redis import RedisStore
 
-        return RedisStore(url)
-    shown = f"{scheme}://…" if sep else repr(url)  # never echo a password
-    raise ValueError(f"Unsupported store URL {shown}; supported: {', '.join(SUPPORTED_SCHEMES)}")
+    return RedisStore(url)

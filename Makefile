@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint format bench clean
+.PHONY: demo test lint format bench proto clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,15 @@ bench: $(VENV)/.installed-dev
 	@$(BIN)/python -c 'import asyncpg, redis' 2>/dev/null || $(BIN)/pip install --quiet -e '.[postgres,redis]'
 	ulimit -n 65536 2>/dev/null || ulimit -n $$(ulimit -Hn); \
 	  $(BIN)/python bench/run.py && $(BIN)/python bench/scale.py
+
+## proto: regenerate the gRPC modules (src/a2a_hub/server/grpc/_generated) from proto/a2a.proto
+##        with a pinned grpcio-tools in proto/.venv (its protobuf 5.29 gencode runs on protobuf >= 5.29)
+PROTO_TOOLS := grpcio-tools==1.71.2 'googleapis-common-protos>=1.63,<2'
+proto:
+	@test -x proto/.venv/bin/python || $(PYTHON) -m venv proto/.venv
+	@proto/.venv/bin/python -c 'import importlib.metadata as m; assert m.version("grpcio-tools") == "1.71.2"' 2>/dev/null \
+	  || proto/.venv/bin/pip install --quiet $(PROTO_TOOLS)
+	proto/.venv/bin/python proto/generate.py
 
 clean:
 	rm -rf $(VENV) .a2a-hub .pytest_cache .mypy_cache .ruff_cache

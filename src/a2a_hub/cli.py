@@ -82,6 +82,10 @@ def serve(
         float | None,
         typer.Option(help="Seconds before another instance fails the tasks of a dead one (30)."),
     ] = None,
+    grpc_port: Annotated[
+        int | None,
+        typer.Option(help="Also serve A2A 1.0 over gRPC on this port (needs a2a-hub[grpc])."),
+    ] = None,
 ) -> None:
     """Serve agents over A2A.  Settings also come from A2A_HUB_* variables and --config."""
     import uvicorn
@@ -100,12 +104,15 @@ def serve(
             "log_level": log_level,
             "workers": workers,
             "orphan_timeout": orphan_timeout,
+            "grpc_port": grpc_port,
         }
         settings = load_settings(config, overrides=overrides)
         if not settings.agents:
             raise SettingsError(
                 "no agents to serve: pass --agent echo (or list [[agents]] in --config hub.toml)"
             )
+        if settings.grpc_port is not None:
+            import a2a_hub.server.grpc  # noqa: F401 - fails early with the extra to install
         hub = Hub(settings)
     except (SettingsError, ValueError, ImportError) as exc:
         err_console.print(f"[red]error:[/red] {exc}")
@@ -121,6 +128,10 @@ def serve(
         )
     if hub.default_agent_id:
         err_console.print(f"  default agent at {base}/ : {hub.default_agent_id}")
+    if settings.grpc_port is not None:
+        err_console.print(
+            f"  gRPC (A2A 1.0) at {settings.host}:{settings.grpc_port}, tenant = agent id"
+        )
     if settings.workers > 1:
         # each worker process builds its own hub from the same settings
         os.environ[SETTINGS_ENV] = msgspec.json.encode(settings).decode()

@@ -14,6 +14,8 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
+from a2a_hub.protocol.types import AgentExtension
+
 __all__ = ["AgentSpec", "Settings", "SettingsError", "load_settings", "parse_agent_spec"]
 
 DEFAULT_STORE = "sqlite:///.a2a-hub/hub.db"
@@ -36,6 +38,8 @@ class AgentSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     description: str | None = None
     version: str = "1.0.0"
     options: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: Extensions for the card (``[[agents.extensions]]``: uri, description, required, params).
+    extensions: list[AgentExtension] = msgspec.field(default_factory=list)
 
 
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -55,9 +59,23 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     orphan_timeout: float = 30.0
     #: Worker processes (needs a shared store: redis:// or postgresql://).
     workers: int = 1
+    #: Port of the gRPC binding (A2A 1.0 ``lf.a2a.v1.A2AService``); None: no gRPC.
+    grpc_port: int | None = None
+    #: Keep the 0.3 top-level card fields (url, preferredTransport, protocolVersion) that let
+    #: 0.3 clients read the 1.0 card; False for a strict 1.0 card.
+    card_v03_fields: bool = True
 
 
-_ENV_FIELDS = {
+def _boolean(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(value)
+
+
+_ENV_FIELDS: dict[str, Any] = {
     "host": str,
     "port": int,
     "store": str,
@@ -68,6 +86,8 @@ _ENV_FIELDS = {
     "sse_heartbeat": float,
     "orphan_timeout": float,
     "workers": int,
+    "grpc_port": int,
+    "card_v03_fields": _boolean,
 }
 
 
@@ -119,7 +139,7 @@ def load_settings(
                 merged[name] = kind(value)
             except ValueError:
                 raise SettingsError(
-                    f"A2A_HUB_{name.upper()}={value!r} is not a valid {kind.__name__}"
+                    f"A2A_HUB_{name.upper()}={value!r} is not a valid {kind.__name__.lstrip('_')}"
                 ) from None
     if env.get("A2A_HUB_AGENTS"):
         merged["agents"] = [
@@ -162,5 +182,7 @@ def _check(settings: Settings) -> None:
         )
     if settings.sse_heartbeat <= 0:
         raise SettingsError("sse_heartbeat must be a positive number of seconds")
+    if settings.grpc_port is not None and not 0 <= settings.grpc_port <= 65535:
+        raise SettingsError(f"grpc_port {settings.grpc_port} is not a TCP port (0-65535)")
     if settings.max_body_bytes < 1024:
         raise SettingsError("max_body_bytes must be at least 1024")

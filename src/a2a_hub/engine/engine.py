@@ -89,13 +89,17 @@ class TaskEngine:
         *,
         new_task_id: str | None = None,
         caller: Caller = ANONYMOUS,
+        extensions: frozenset[str] = frozenset(),
     ) -> Task | Message:
         """Handle ``SendMessage``: answer with a Message, or a Task once it settles.
 
         ``new_task_id`` is the id a new task gets (0.1 clients choose their own);
-        if a task with that id exists, the message continues it.
+        if a task with that id exists, the message continues it.  ``extensions`` are
+        the activated extensions (the executor's ``ctx.extensions``).
         """
-        run = await self.begin(request, new_task_id=new_task_id, caller=caller)
+        run = await self.begin(
+            request, new_task_id=new_task_id, caller=caller, extensions=extensions
+        )
         config = request.configuration
         history_length = config.history_length if config is not None else None
         if config is not None and config.return_immediately:
@@ -119,6 +123,7 @@ class TaskEngine:
         *,
         new_task_id: str | None = None,
         caller: Caller = ANONYMOUS,
+        extensions: frozenset[str] = frozenset(),
     ) -> TaskRun:
         """Validate a send and prepare its run (not started): shared by send and stream."""
         message = request.message
@@ -139,7 +144,7 @@ class TaskEngine:
                     data={"taskId": task_id},
                 )
         if existing is not None:
-            return self._continue(existing, seq, message, request)
+            return self._continue(existing, seq, message, request, extensions)
         task_id = task_id or new_id()
         context_id = message.context_id or new_id()
         if message.task_id != task_id or message.context_id != context_id:
@@ -151,6 +156,7 @@ class TaskEngine:
             context_id=context_id,
             configuration=config,
             metadata=request.metadata,
+            extensions=extensions,
             context_loader=self._context_loader(context_id, task_id),
         )
         self._refuse_if_running(task_id)
@@ -159,7 +165,12 @@ class TaskEngine:
         return run
 
     def _continue(
-        self, task: Task, seq: int, message: Message, request: SendMessageRequest
+        self,
+        task: Task,
+        seq: int,
+        message: Message,
+        request: SendMessageRequest,
+        extensions: frozenset[str],
     ) -> TaskRun:
         state = task.status.state
         if state.terminal:
@@ -188,6 +199,7 @@ class TaskEngine:
             task=task,
             configuration=request.configuration,
             metadata=request.metadata,
+            extensions=extensions,
             context_loader=self._context_loader(task.context_id, task.id),
         )
         self._refuse_if_running(task.id)
@@ -207,9 +219,12 @@ class TaskEngine:
         *,
         new_task_id: str | None = None,
         caller: Caller = ANONYMOUS,
+        extensions: frozenset[str] = frozenset(),
     ) -> TaskStream:
         """``SendStreamingMessage``: the events of the turn this message starts, live."""
-        run = await self.begin(request, new_task_id=new_task_id, caller=caller)
+        run = await self.begin(
+            request, new_task_id=new_task_id, caller=caller, extensions=extensions
+        )
         run.ctx.streaming = True
         if run.task is None:
             stream = await TaskStream(self, run.task_id, after=0).start(fresh=True)

@@ -9,15 +9,17 @@ from typing import Any
 
 import msgspec
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from a2a_hub.protocol.errors import A2AError, InternalError, PayloadTooLargeError
 from a2a_hub.server import rest
-from a2a_hub.server.cards import CARD_CACHE_CONTROL, card_bytes, legacy_card_bytes
+from a2a_hub.server.cards import card_bytes, card_headers, legacy_card_bytes, not_modified
+from a2a_hub.server.extensions import ExtensionsMiddleware
 from a2a_hub.server.hub import HostedAgent, Hub
-from a2a_hub.server.jsonrpc import encode_error, handle_rpc
+from a2a_hub.server.jsonrpc import encode_error, handle_rpc, refuse_content_type
 from a2a_hub.server.sse import SseReply, sse_response
 
 __all__ = ["SETTINGS_ENV", "app_from_environment", "create_app", "tune_gc"]
@@ -118,6 +120,9 @@ def create_app(hub: Hub) -> Starlette:
             body = await _read_body(request, limit)
         except A2AError as err:
             return Response(encode_error(None, err, "1.0"), err.http_status, media_type=JSON)
+        refusal = refuse_content_type(request.headers.get("content-type"), body)
+        if refusal is not None:
+            return Response(refusal, 415, media_type=JSON)
         answer = await handle_rpc(
             agent, body, _version(request), request.headers.get("last-event-id")
         )
@@ -134,8 +139,8 @@ def create_app(hub: Hub) -> Starlette:
             except A2AError as err:
                 return Response(rest.error_body(err), err.http_status, media_type=JSON)
             body, etag = legacy_card_bytes(agent, url) if legacy else card_bytes(agent, url)
-            headers = {"ETag": etag, "Cache-Control": CARD_CACHE_CONTROL}
-            if etag in request.headers.get("if-none-match", ""):
+            headers = card_headers(agent, etag)
+            if not_modified(request.headers, etag, agent.card_modified):
                 return Response(status_code=304, headers=headers)
             return Response(body, media_type=JSON, headers=headers)
 
@@ -260,4 +265,6 @@ def create_app(hub: Hub) -> Starlette:
         *agent_routes("/a2a/{agent_id}"),
         *agent_routes(""),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(
+        routes=routes, lifespan=lifespan, middleware=[Middleware(ExtensionsMiddleware)]
+    )

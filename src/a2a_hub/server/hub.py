@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from a2a_hub.agents.loader import build_executor
 from a2a_hub.engine.cluster import Cluster
@@ -15,9 +18,14 @@ from a2a_hub.protocol.errors import (
     PushNotificationNotSupportedError,
     UnsupportedOperationError,
 )
+from a2a_hub.protocol.types import AgentExtension
+from a2a_hub.server.extensions import declared_extensions
 from a2a_hub.settings import AgentSpec, Settings
 from a2a_hub.stores import open_store
 from a2a_hub.stores.base import Store
+
+if TYPE_CHECKING:
+    from a2a_hub.server.grpc import GrpcServer
 
 __all__ = ["HostedAgent", "Hub"]
 
@@ -30,11 +38,27 @@ class HostedAgent:
     executor: AgentExecutor
     engine: TaskEngine
     cards: dict[str, tuple[bytes, str]] = field(default_factory=dict)
+    #: When the card last changed (epoch seconds): its ``Last-Modified``.
+    card_modified: float = field(default_factory=time.time)
+    #: Whether the card keeps the 0.3 top-level fields (setting ``card_v03_fields``).
+    card_v03_fields: bool = True
+    #: The port of the gRPC binding once it listens (the card then lists a GRPC interface).
+    grpc_port: int | None = None
 
     @property
     def id(self) -> str:
         """The agent's id, its path segment."""
         return self.spec.id
+
+    @cached_property
+    def extensions(self) -> list[AgentExtension]:
+        """The extensions the agent declares (configuration first, then its executor's)."""
+        return declared_extensions(self.spec, self.executor)
+
+    def card_changed(self) -> None:
+        """Forget the encoded cards and move ``Last-Modified`` to now."""
+        self.cards.clear()
+        self.card_modified = time.time()
 
     @property
     def streaming(self) -> bool:
@@ -81,10 +105,14 @@ class Hub:
         for spec in settings.agents:
             executor = (executors or {}).get(spec.id) or build_executor(spec)
             engine = TaskEngine(spec.id, executor, self.store, cluster=self.cluster)
-            self.agents[spec.id] = HostedAgent(spec, executor, engine)
+            self.agents[spec.id] = HostedAgent(
+                spec, executor, engine, card_v03_fields=settings.card_v03_fields
+            )
         self.default_agent_id = settings.default_agent or (
             settings.agents[0].id if len(settings.agents) == 1 else None
         )
+        #: The gRPC binding, while it runs (``settings.grpc_port``).
+        self.grpc: GrpcServer | None = None
 
     def agent(self, agent_id: str) -> HostedAgent:
         """The agent with that id, or :class:`AgentNotFoundError` naming the ones there are."""
@@ -108,12 +136,26 @@ class Hub:
         return self.agents[self.default_agent_id]
 
     async def start(self) -> None:
-        """Open the store and join the cluster of instances sharing it."""
+        """Open the store, join the cluster of instances sharing it, start the gRPC binding."""
         await self.store.open()
         await self.cluster.start()
+        if self.settings.grpc_port is not None:
+            from a2a_hub.server.grpc import GrpcServer
+
+            try:
+                self.grpc = await GrpcServer(self).start(
+                    self.settings.host, self.settings.grpc_port
+                )
+            except BaseException:
+                await self.cluster.close()
+                await self.store.close()
+                raise
 
     async def close(self) -> None:
-        """Stop running tasks, leave the cluster and close the store."""
+        """Stop the gRPC binding and running tasks, leave the cluster, close the store."""
+        if self.grpc is not None:
+            await self.grpc.stop()
+            self.grpc = None
         for agent in self.agents.values():
             await agent.engine.close()
         await self.cluster.close()

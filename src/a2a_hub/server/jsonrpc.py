@@ -4,8 +4,12 @@ The version is chosen by the ``A2A-Version`` header (or query parameter) and the
 method name: ``1.x`` serves the PascalCase 1.0 methods, ``0.3``/``0.2`` the
 slash-named 0.3 methods plus the 0.1 legacy ones, ``0.1`` the legacy ones.
 Without a version the method name decides (a PascalCase name is served as
-1.0, a slash name as 0.3 or 0.1), so a plain ``curl`` works.  Errors are
-answered with HTTP 200 and a JSON-RPC error object, as the protocol does.
+1.0, a slash name as 0.3 or 0.1), so a plain ``curl -H 'content-type: application/json'``
+works.  Errors are answered with HTTP 200 and a JSON-RPC error object, as the protocol
+does, carrying the request's ``id`` whenever it can be read, even from an invalid request
+(JSON-RPC 2.0 section 5).  A body whose ``Content-Type`` is not JSON is refused before
+anything else (:func:`refuse_content_type`).  1.0 params may use the proto field names
+(``history_length``) as well as camelCase (:mod:`a2a_hub.protocol.fieldnames`).
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from typing import Any, TypeVar
 import msgspec
 
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
-from a2a_hub.protocol import v01, v03
+from a2a_hub.protocol import fieldnames, v01, v03
 from a2a_hub.protocol.errors import (
     A2AError,
+    ContentTypeNotSupportedError,
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
@@ -37,11 +42,18 @@ from a2a_hub.protocol.types import (
     Task,
     TaskIdRequest,
 )
+from a2a_hub.server.extensions import activate_for_request
 from a2a_hub.server.hub import HostedAgent
 from a2a_hub.server.sse import SseReply, encoded_event
 from a2a_hub.stores.base import TaskEvent
 
-__all__ = ["SERVED_VERSIONS", "error_info", "handle_rpc", "resolve_family"]
+__all__ = [
+    "SERVED_VERSIONS",
+    "error_info",
+    "handle_rpc",
+    "refuse_content_type",
+    "resolve_family",
+]
 
 log = logging.getLogger("a2a_hub.server")
 
@@ -98,7 +110,7 @@ def _decode(raw: msgspec.Raw, kind: type[T]) -> T:
     if not raw:
         raise InvalidParamsError("params is required for this method")
     try:
-        return msgspec.json.decode(raw, type=kind)
+        return fieldnames.decode(raw, kind)
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(f"invalid params: {_field_msg(exc)}") from None
 
@@ -168,7 +180,8 @@ async def _no_extended_card(call: Call) -> Any:
 
 
 async def _send_10(call: Call) -> Any:
-    result = await call.agent.engine.send(_decode(call.params, SendMessageRequest))
+    request = _decode(call.params, SendMessageRequest)
+    result = await call.agent.engine.send(request, extensions=activate_for_request(call.agent))
     if isinstance(result, Task):
         return SendMessageResponse(task=result)
     return SendMessageResponse(message=result)
@@ -176,7 +189,10 @@ async def _send_10(call: Call) -> Any:
 
 async def _stream_10(call: Call) -> Any:
     call.agent.require_streaming("SendStreamingMessage")
-    stream = await call.agent.engine.send_stream(_decode(call.params, SendMessageRequest))
+    request = _decode(call.params, SendMessageRequest)
+    stream = await call.agent.engine.send_stream(
+        request, extensions=activate_for_request(call.agent)
+    )
     return _rpc_stream(call, stream, _v10_event, "1.0")
 
 
@@ -224,14 +240,17 @@ def _encode_old(task: Task) -> dict[str, Any]:
 
 
 async def _send_03(call: Call) -> Any:
-    result = await call.agent.engine.send(v03.decode_send_params(_decode_any(call.params)))
+    request = v03.decode_send_params(_decode_any(call.params))
+    result = await call.agent.engine.send(request, extensions=activate_for_request(call.agent))
     return v03.encode_send_result(result)
 
 
 async def _stream_03(call: Call) -> Any:
     call.agent.require_streaming("message/stream")
     request = v03.decode_send_params(_decode_any(call.params))
-    stream = await call.agent.engine.send_stream(request)
+    stream = await call.agent.engine.send_stream(
+        request, extensions=activate_for_request(call.agent)
+    )
     return _rpc_stream(call, stream, _v03_event, "0.3")
 
 
@@ -260,7 +279,9 @@ async def _resubscribe_old(call: Call) -> Any:
 
 async def _send_01(call: Call) -> Any:
     request, task_id = v01.decode_send_params(_decode_any(call.params))
-    result = await call.agent.engine.send(request, new_task_id=task_id)
+    result = await call.agent.engine.send(
+        request, new_task_id=task_id, extensions=activate_for_request(call.agent)
+    )
     if not isinstance(result, Task):  # cannot happen: a client-chosen id binds the run to a task
         raise InternalError("the agent answered a 0.1 tasks/send without a task")
     return v01.encode_task(result)
@@ -269,7 +290,9 @@ async def _send_01(call: Call) -> Any:
 async def _stream_01(call: Call) -> Any:
     call.agent.require_streaming("tasks/sendSubscribe")
     request, task_id = v01.decode_send_params(_decode_any(call.params))
-    stream = await call.agent.engine.send_stream(request, new_task_id=task_id)
+    stream = await call.agent.engine.send_stream(
+        request, new_task_id=task_id, extensions=activate_for_request(call.agent)
+    )
     return _rpc_stream(call, stream, _v01_encoder(), "0.1")
 
 
@@ -359,6 +382,49 @@ def encode_error(req_id: str | int | None, err: A2AError, family: str | None) ->
     return _enc.encode(_Err("2.0", req_id, _ErrorBody(err.code, err.message, data)))
 
 
+def _readable_id(body: bytes) -> str | int | None:
+    """The ``id`` of a request that is not valid JSON-RPC, if one can be read (else None)."""
+    try:
+        obj = _any_dec.decode(body)
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    value = obj.get("id")
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return None
+
+
+def _family_or_none(version: str | None) -> str | None:
+    try:
+        return _family_of(version) if version else None
+    except VersionNotSupportedError:
+        return None
+
+
+_JSON_TYPES = ("application/json", "application/a2a+json")
+
+
+def refuse_content_type(content_type: str | None, body: bytes) -> bytes | None:
+    """The error answer (send it with HTTP 415) for a body that is not declared as JSON.
+
+    ``application/json`` and ``application/a2a+json`` (any parameters) are served; a
+    request without a ``Content-Type`` is read as JSON.  Returns None when acceptable.
+    """
+    if content_type is None:
+        return None
+    media = content_type.split(";")[0].strip().lower()
+    if media in _JSON_TYPES or not media:
+        return None
+    err = ContentTypeNotSupportedError(
+        f"Content-Type {media!r} is not supported by the JSON-RPC endpoint; send the "
+        "request as application/json (or application/a2a+json)",
+        data={"contentType": media},
+    )
+    return encode_error(_readable_id(body), err, "1.0")
+
+
 async def handle_rpc(
     agent: HostedAgent, body: bytes, version: str | None, last_event_id: str | None = None
 ) -> bytes | SseReply:
@@ -369,6 +435,8 @@ async def handle_rpc(
         try:
             env = _env_dec.decode(body)
         except msgspec.ValidationError as exc:
+            req_id = _readable_id(body)
+            family = _family_or_none(version)
             raise InvalidRequestError(
                 f"not a JSON-RPC 2.0 request: {exc} (expected an object with jsonrpc, "
                 "method, id and params)"
@@ -377,6 +445,7 @@ async def handle_rpc(
             raise JSONParseError(f"Invalid JSON payload: {exc}") from None
         req_id = env.id
         if env.jsonrpc != "2.0":
+            family = _family_or_none(version)
             raise InvalidRequestError('jsonrpc must be "2.0"')
         family, handler = resolve_family(version, env.method)
         result = await handler(Call(agent, env.params, req_id, last_event_id))

@@ -1,16 +1,20 @@
 """HTTP+JSON (REST) binding of A2A 1.0: ``/message:send``, ``/tasks/{id}``, ``/tasks`` …
 
 Errors use the spec's body: ``{"error": {"code", "status", "message", "details": [ErrorInfo]}}``.
+Bodies and query parameters may use the proto field names (``history_length``) as well as
+camelCase.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
 from starlette.requests import Request
 
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
+from a2a_hub.protocol import fieldnames
 from a2a_hub.protocol.errors import (
     A2AError,
     ContentTypeNotSupportedError,
@@ -24,6 +28,7 @@ from a2a_hub.protocol.types import (
     Task,
     TaskState,
 )
+from a2a_hub.server.extensions import activate_for_request
 from a2a_hub.server.hub import HostedAgent
 from a2a_hub.server.jsonrpc import SERVED_VERSIONS, error_info
 from a2a_hub.server.sse import SseReply, encoded_event
@@ -42,6 +47,7 @@ __all__ = [
 _enc = msgspec.json.Encoder()
 _JSON_TYPES = ("application/json", "application/a2a+json")
 _BY_LABEL = {state.label: state for state in TaskState}
+_SNAKE = re.compile(r"([A-Z])")
 
 
 def error_body(err: A2AError) -> bytes:
@@ -78,8 +84,16 @@ def _check_json(request: Request, body: bytes) -> None:
         )
 
 
-def _int_param(request: Request, name: str) -> int | None:
+def _query(request: Request, name: str) -> str | None:
+    """A query parameter by its camelCase name, or else by its proto name (``page_size``)."""
     value = request.query_params.get(name)
+    if value is None:
+        value = request.query_params.get(_SNAKE.sub(r"_\1", name).lower())
+    return value
+
+
+def _int_param(request: Request, name: str) -> int | None:
+    value = _query(request, name)
     if value is None or value == "":
         return None
     try:
@@ -89,7 +103,7 @@ def _int_param(request: Request, name: str) -> int | None:
 
 
 def _bool_param(request: Request, name: str) -> bool | None:
-    value = request.query_params.get(name)
+    value = _query(request, name)
     if value is None or value == "":
         return None
     if value.lower() in ("true", "1"):
@@ -116,16 +130,8 @@ def _state_param(request: Request) -> TaskState | None:
 
 async def send(agent: HostedAgent, request: Request, body: bytes) -> Any:
     """``POST /message:send``."""
-    _check_json(request, body)
-    try:
-        params = msgspec.json.decode(body, type=SendMessageRequest)
-    except msgspec.ValidationError as exc:
-        raise InvalidParamsError(
-            f"invalid request body: {str(exc).replace('`$', '`body')}"
-        ) from None
-    except msgspec.DecodeError as exc:
-        raise InvalidParamsError(f"request body is not valid JSON: {exc}") from None
-    result = await agent.engine.send(params)
+    params = _decode_send(request, body)
+    result = await agent.engine.send(params, extensions=activate_for_request(agent))
     if isinstance(result, Task):
         return SendMessageResponse(task=result)
     return SendMessageResponse(message=result)
@@ -141,7 +147,7 @@ def _stream_reply(stream: TaskStream) -> SseReply:
 def _decode_send(request: Request, body: bytes) -> SendMessageRequest:
     _check_json(request, body)
     try:
-        return msgspec.json.decode(body, type=SendMessageRequest)
+        return fieldnames.decode(body, SendMessageRequest)
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(
             f"invalid request body: {str(exc).replace('`$', '`body')}"
@@ -153,13 +159,15 @@ def _decode_send(request: Request, body: bytes) -> SendMessageRequest:
 async def stream(agent: HostedAgent, request: Request, body: bytes) -> SseReply:
     """``POST /message:stream``."""
     agent.require_streaming("SendStreamingMessage")
-    return _stream_reply(await agent.engine.send_stream(_decode_send(request, body)))
+    params = _decode_send(request, body)
+    stream = await agent.engine.send_stream(params, extensions=activate_for_request(agent))
+    return _stream_reply(stream)
 
 
 async def subscribe(agent: HostedAgent, request: Request, task_id: str) -> SseReply:
     """``GET|POST /tasks/{id}:subscribe`` (``Last-Event-ID`` header or ``lastEventId`` query)."""
     agent.require_streaming("SubscribeToTask")
-    position = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
+    position = request.headers.get("last-event-id") or _query(request, "lastEventId")
     return _stream_reply(await agent.engine.subscribe(task_id, check_position(position)))
 
 
@@ -170,15 +178,14 @@ async def get_task(agent: HostedAgent, request: Request, task_id: str) -> Any:
 
 async def list_tasks(agent: HostedAgent, request: Request) -> Any:
     """``GET /tasks``."""
-    q = request.query_params
     return await agent.engine.list_tasks(
         ListTasksRequest(
-            context_id=q.get("contextId") or None,
+            context_id=_query(request, "contextId") or None,
             status=_state_param(request),
             page_size=_int_param(request, "pageSize"),
-            page_token=q.get("pageToken") or None,
+            page_token=_query(request, "pageToken") or None,
             history_length=_int_param(request, "historyLength"),
-            status_timestamp_after=q.get("statusTimestampAfter") or None,
+            status_timestamp_after=_query(request, "statusTimestampAfter") or None,
             include_artifacts=_bool_param(request, "includeArtifacts"),
         )
     )

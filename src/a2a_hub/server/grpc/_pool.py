@@ -13,7 +13,9 @@ RFC 3339).  On the wire nothing changes: protobuf messages carry field numbers, 
 
 from __future__ import annotations
 
-from google.api import annotations_pb2, client_pb2, field_behavior_pb2
+import google.api.annotations_pb2 as annotations_pb2
+import google.api.client_pb2 as client_pb2
+import google.api.field_behavior_pb2 as field_behavior_pb2
 from google.protobuf import (
     descriptor_pb2,
     descriptor_pool,
@@ -27,7 +29,14 @@ __all__ = ["POOL"]
 #: The pool our ``a2a_pb2`` module registers its file in.
 POOL = descriptor_pool.DescriptorPool()
 
-_DEPENDENCIES = (annotations_pb2, client_pb2, field_behavior_pb2, empty_pb2, struct_pb2, timestamp_pb2)
+_DEPENDENCIES = (
+    annotations_pb2,
+    client_pb2,
+    field_behavior_pb2,
+    empty_pb2,
+    struct_pb2,
+    timestamp_pb2,
+)
 
 
 def _copy(name: str, done: set[str]) -> None:

@@ -47,10 +47,10 @@ bench: $(VENV)/.installed-dev
 	  || { $$SUDO apt-get update -q \
 	       && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk; }; }
 	@test -x bench/.venv-sdk/bin/python || $(PYTHON) -m venv bench/.venv-sdk
-	@bench/.venv-sdk/bin/python -c 'import importlib.metadata as m, matplotlib, uvloop, httptools; \
+	@bench/.venv-sdk/bin/python -c 'import importlib.metadata as m, matplotlib, uvloop, httptools, grpc; \
 	  assert m.version("a2a-sdk") == "1.3.0"' 2>/dev/null \
-	  || bench/.venv-sdk/bin/pip install --quiet 'a2a-sdk[http-server]==1.3.0' 'uvicorn[standard]' matplotlib
-	@$(BIN)/python -c 'import asyncpg, redis' 2>/dev/null || $(BIN)/pip install --quiet -e '.[postgres,redis]'
+	  || bench/.venv-sdk/bin/pip install --quiet 'a2a-sdk[http-server,grpc]==1.3.0' 'uvicorn[standard]' matplotlib
+	@$(BIN)/python -c 'import asyncpg, redis, grpc' 2>/dev/null || $(BIN)/pip install --quiet -e '.[postgres,redis,grpc]'
 	ulimit -n 65536 2>/dev/null || ulimit -n $$(ulimit -Hn); \
 	  $(BIN)/python bench/run.py && $(BIN)/python bench/scale.py
 

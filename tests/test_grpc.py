@@ -7,6 +7,7 @@ the status codes, the ``ErrorInfo`` details and the service parameters in metada
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -452,6 +453,21 @@ async def test_rich_content_crosses_bindings(stub: Any, live: LiveServer) -> Non
     back = await stub.GetTask(GetTaskRequest(tenant="echo", id=sent.task.id))
     assert back.history[0] == sent.task.history[0]
     assert back.history[0].parts[1].raw == b"\x00\x01bytes"
+
+
+async def test_a_cancelled_call_leaves_the_task_running(stub: Any) -> None:
+    message = Message(message_id="dl", role=Role.ROLE_USER, parts=[Part(text="work")])
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.SendMessage(SendMessageRequest(tenant="slow", message=message), timeout=0.5)
+    assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    page = await stub.ListTasks(ListTasksRequest(tenant="slow"))
+    while not page.tasks:  # the send may still be on its way to its first write
+        await asyncio.sleep(0.05)
+        page = await stub.ListTasks(ListTasksRequest(tenant="slow"))
+    task = page.tasks[0]
+    assert task.status.state in (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
+    canceled = await stub.CancelTask(CancelTaskRequest(tenant="slow", id=task.id))
+    assert canceled.status.state == TaskState.TASK_STATE_CANCELED
 
 
 async def test_port_in_use_is_a_clear_error(live: LiveServer) -> None:

@@ -12,6 +12,9 @@ Per call:
   the activated ones go back in the initial metadata ``a2a-extensions``.
 * **resuming** — ``SubscribeToTask`` with metadata ``last-event-id: N`` replays the events
   after ``N`` first, like ``Last-Event-ID`` on SSE.
+* **the caller going away** — a blocking ``SendMessage`` whose call is cancelled (the client
+  cancels, its deadline passes, the connection drops) does not stop the task, as an HTTP
+  client that disconnects does not: ``CancelTask`` is how a task is cancelled.
 * **errors** — every :class:`A2AError` becomes its gRPC status with a
   ``google.rpc.Status`` in the ``grpc-status-details-bin`` trailer holding a
   ``google.rpc.ErrorInfo`` (``reason``, domain ``a2a-protocol.org``, ``metadata``), as the
@@ -20,6 +23,7 @@ Per call:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import NamedTuple, Never
@@ -31,6 +35,7 @@ import grpc
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol.errors import A2AError, InternalError, VersionNotSupportedError
+from a2a_hub.protocol.types import Message, Task
 from a2a_hub.server.extensions import activate, parse
 from a2a_hub.server.grpc import convert
 from a2a_hub.server.grpc._generated import a2a_pb2 as pb
@@ -121,7 +126,12 @@ class A2AServicer:
             call = self._open(request.tenant, context)
             params = convert.send_message_request(request)
             activated = activate(call.agent, call.requested)
-            result = await call.agent.engine.send(params, caller=call.caller, extensions=activated)
+            # its own task, so that the call being cancelled leaves the agent's task running
+            send = asyncio.ensure_future(
+                call.agent.engine.send(params, caller=call.caller, extensions=activated)
+            )
+            send.add_done_callback(_retrieve)
+            result = await asyncio.shield(send)
             await self._echo(context, activated)
             return convert.send_message_response(result)
         except A2AError as err:
@@ -247,6 +257,12 @@ class A2AServicer:
             await _abort_internal(context, "SubscribeToTask")
         async for item in _relay(stream, context):
             yield item
+
+
+def _retrieve(done: asyncio.Future[Task | Message]) -> None:
+    """Mark a send's outcome as seen when its caller left before it came."""
+    if not done.cancelled():
+        done.exception()
 
 
 async def _relay(stream: TaskStream, context: Context) -> AsyncIterator[pb.StreamResponse]:

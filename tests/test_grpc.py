@@ -35,6 +35,7 @@ from a2a.types.a2a_pb2 import (
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 from conftest import LiveServer
 from google.protobuf import struct_pb2
+from google.protobuf.timestamp_pb2 import Timestamp
 from google.rpc import error_details_pb2, status_pb2
 from sample_agents import ChattyExecutor, ExtensionAware, PizzaExecutor, SlowExecutor
 
@@ -185,6 +186,15 @@ async def test_list(clients: Callable[..., Any]) -> None:
     assert [t.id for t in rest.tasks] == [first.id]
     done = await echo.list_tasks(ListTasksRequest(status=TaskState.TASK_STATE_COMPLETED))
     assert {first.id, second.id} <= {t.id for t in done.tasks}
+    before, after = Timestamp(), Timestamp()
+    before.FromSeconds(second.status.timestamp.seconds - 60)
+    after.FromSeconds(second.status.timestamp.seconds + 60)
+    recent = await echo.list_tasks(
+        ListTasksRequest(context_id=context, status_timestamp_after=before)
+    )
+    assert recent.total_size == 2
+    none = await echo.list_tasks(ListTasksRequest(context_id=context, status_timestamp_after=after))
+    assert none.total_size == 0 and not none.tasks
 
 
 async def test_cancel(clients: Callable[..., Any]) -> None:

@@ -51,6 +51,8 @@ def serve(
             raise SettingsError(
                 "no agents to serve: pass --agent echo (or list [[agents]] in --config hub.toml)"
             )
+        if settings.server.grpc_port is not None:
+            import a2a_hub.server.grpc  # noqa: F401 - fails early with the extra to install
         hub = Hub(settings)
     except (SettingsError, ValueError, ImportError) as exc:
         fail(str(exc), 2)
@@ -66,6 +68,8 @@ def serve(
         say(f"  {where}  (card: {where}/.well-known/agent-card.json)")
     if hub.default_agent_id:
         say(f"  default agent at {base}/ : {escape(hub.default_agent_id)}")
+    if server.grpc_port is not None:
+        say(f"  gRPC (A2A 1.0) at {escape(server.host)}:{server.grpc_port}, tenant = agent id")
     if server.workers > 1:
         # each worker process builds its own hub from the same settings
         os.environ[SETTINGS_ENV] = msgspec.json.encode(settings).decode()

@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint format bench clean
+.PHONY: demo test lint format bench proto clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,12 +47,21 @@ bench: $(VENV)/.installed-dev
 	  || { $$SUDO apt-get update -q \
 	       && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk; }; }
 	@test -x bench/.venv-sdk/bin/python || $(PYTHON) -m venv bench/.venv-sdk
-	@bench/.venv-sdk/bin/python -c 'import importlib.metadata as m, matplotlib, uvloop, httptools; \
+	@bench/.venv-sdk/bin/python -c 'import importlib.metadata as m, matplotlib, uvloop, httptools, grpc; \
 	  assert m.version("a2a-sdk") == "1.3.0"' 2>/dev/null \
-	  || bench/.venv-sdk/bin/pip install --quiet 'a2a-sdk[http-server]==1.3.0' 'uvicorn[standard]' matplotlib
-	@$(BIN)/python -c 'import asyncpg, redis' 2>/dev/null || $(BIN)/pip install --quiet -e '.[postgres,redis]'
+	  || bench/.venv-sdk/bin/pip install --quiet 'a2a-sdk[http-server,grpc]==1.3.0' 'uvicorn[standard]' matplotlib
+	@$(BIN)/python -c 'import asyncpg, redis, grpc' 2>/dev/null || $(BIN)/pip install --quiet -e '.[postgres,redis,grpc]'
 	ulimit -n 65536 2>/dev/null || ulimit -n $$(ulimit -Hn); \
 	  $(BIN)/python bench/run.py && $(BIN)/python bench/scale.py
+
+## proto: regenerate the gRPC modules (src/a2a_hub/server/grpc/_generated) from proto/a2a.proto
+##        with a pinned grpcio-tools in proto/.venv (its protobuf 5.29 gencode runs on protobuf >= 5.29)
+PROTO_TOOLS := grpcio-tools==1.71.2 'googleapis-common-protos>=1.63,<2'
+proto:
+	@test -x proto/.venv/bin/python || $(PYTHON) -m venv proto/.venv
+	@proto/.venv/bin/python -c 'import importlib.metadata as m; assert m.version("grpcio-tools") == "1.71.2"' 2>/dev/null \
+	  || proto/.venv/bin/pip install --quiet $(PROTO_TOOLS)
+	proto/.venv/bin/python proto/generate.py
 
 clean:
 	rm -rf $(VENV) .a2a-hub .pytest_cache .mypy_cache .ruff_cache

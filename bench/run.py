@@ -13,8 +13,15 @@ Settings (environment):
     BENCH_WARMUP    seconds of warm-up (2)            BENCH_CONNECTIONS  wrk -c (32)
     BENCH_THREADS   wrk -t (1)                        BENCH_TIMEOUT      wrk --timeout (10s)
     BENCH_ONLY      comma-separated scenario keys     BENCH_PIN=0        no taskset
+    BENCH_GRPC_CHANNELS  connections the gRPC load's callers share (4)
     BENCH_REDIS_URL     (redis://127.0.0.1:6379/0)
     BENCH_POSTGRES_URL  (postgresql://postgres@127.0.0.1:5432/test)
+
+The ``grpc`` scenario (SendMessage over the 1.0 gRPC binding, a2a-hub vs the SDK's own gRPC
+server) has no wrk: bench/grpc_load.py generates its load the same way (same core, the same
+number of concurrent callers, fresh message ids, every answer checked) and reports wrk's
+figures.  The SDK's gRPC server needs ``a2a-sdk[grpc]`` in bench/.venv-sdk (``make bench``
+installs it); without it that server is listed as skipped.
 
 Writes bench/results.json and bench/results.png; logs and request bodies in bench/.work/.
 """
@@ -70,6 +77,8 @@ DURATION = max(1, round(env_float("BENCH_DURATION", 5.0)))
 ROUNDS = env_int("BENCH_ROUNDS", 3)
 WARMUP = max(0, round(env_float("BENCH_WARMUP", 2.0)))
 CONNECTIONS = env_int("BENCH_CONNECTIONS", 32)
+# HTTP/2 connections the gRPC load's CONNECTIONS callers share.
+GRPC_CHANNELS = env_int("BENCH_GRPC_CHANNELS", 4)
 THREADS = env_int("BENCH_THREADS", 1)
 TIMEOUT = env_float("BENCH_TIMEOUT", 10.0)
 ONLY = {s.strip() for s in (os.environ.get("BENCH_ONLY") or "").split(",") if s}
@@ -119,6 +128,8 @@ class Scenario:
     baseline: str | None = None
     note: str = ""
     short: str = ""  # label in the chart
+    #: Load from bench/grpc_load.py (a blocking gRPC SendMessage) instead of wrk.
+    grpc: bool = False
 
 
 SEND_10 = rpc_body("SendMessage", {"message": MSG_10})
@@ -210,6 +221,18 @@ SCENARIOS = [
         note="vs the SDK's and the ceiling's in-memory SendMessage",
         short="SendMessage\nPostgreSQL store",
     ),
+    Scenario(
+        "grpc",
+        "SendMessage 1.0 gRPC (blocking, memory)",
+        [f"{HUB}/grpc", f"{SDK}/grpc"],
+        "",
+        ["a2a-version: 1.0 (gRPC metadata)"],
+        "lf.a2a.v1.SendMessageRequest {tenant: echo, message: {messageId, ROLE_USER, text}}",
+        ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
+        note="load from bench/grpc_load.py, not wrk; no ceiling for gRPC",
+        short="SendMessage\n1.0 gRPC",
+        grpc=True,
+    ),
 ]
 
 
@@ -229,7 +252,7 @@ class Target:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def hub_server(key: str, store: str, agent: str = "echo") -> Server:
+def hub_server(key: str, store: str, agent: str = "echo", grpc_port: int | None = None) -> Server:
     port = free_port()
     spec = "echo" if agent == "echo" else f"{agent}=echo"
     argv = [
@@ -248,6 +271,8 @@ def hub_server(key: str, store: str, agent: str = "echo") -> Server:
         "--workers",
         "1",
     ]
+    if grpc_port is not None:
+        argv += ["--grpc-port", str(grpc_port)]
     return Server(key, argv, port, "/healthz")
 
 
@@ -282,6 +307,28 @@ def build_targets(tmp: Path) -> dict[str, Target]:
             hub_server(f"{HUB}/postgres", POSTGRES_URL, DB_AGENT),
             f"/a2a/{DB_AGENT}",
             POSTGRES_URL,
+        ),
+        f"{HUB}/grpc": Target(
+            hub_server(f"{HUB}/grpc", "memory://", grpc_port=(hub_grpc := free_port())),
+            PREFIX,
+            "memory://",
+            extra={"grpc_port": hub_grpc},
+        ),
+        f"{SDK}/grpc": Target(
+            Server(
+                f"{SDK}/grpc",
+                [
+                    str(SDK_PYTHON),
+                    str(BENCH / "sdk_server.py"),
+                    str(port3 := free_port()),
+                    str(sdk_grpc := free_port()),
+                ],
+                port3,
+                f"{PREFIX}/.well-known/agent-card.json",
+            ),
+            PREFIX,
+            "InMemoryTaskStore",
+            extra={"grpc_port": sdk_grpc},
         ),
     }
     return targets
@@ -422,9 +469,29 @@ def wrk_argv(
     )
 
 
+def grpc_load_argv(port: int | str, seconds: int) -> list[str]:
+    return pin(
+        CLIENT_CPU,
+        [
+            str(_HUB_PYTHON),
+            str(BENCH / "grpc_load.py"),
+            f"127.0.0.1:{port}",
+            "echo",
+            str(seconds),
+            str(CONNECTIONS),
+            str(GRPC_CHANNELS),
+            TEXT,
+            uuid.uuid4().hex[:12],
+        ],
+    )
+
+
 def run_wrk(target: Target, sc: Scenario, template: Path, seconds: int) -> dict[str, Any]:
     path = target.prefix + sc.path
-    argv = wrk_argv(target.server.base + path, seconds, "POST", path, template, sc)
+    if sc.grpc:
+        argv = grpc_load_argv(target.extra["grpc_port"], seconds)
+    else:
+        argv = wrk_argv(target.server.base + path, seconds, "POST", path, template, sc)
     pid = target.server.pid
     cpu0 = proc_cpu_seconds(pid)
     busy0 = busy_cpu_seconds()
@@ -477,6 +544,8 @@ def run_wrk(target: Target, sc: Scenario, template: Path, seconds: int) -> dict[
 
 def prepare_template(sc: Scenario, key: str, target: Target) -> Path:
     body = sc.body
+    if sc.grpc:  # grpc_load.py builds its protobuf requests itself; the body is a description
+        return Path("-")
     if "@TASK@" in body:
         # GetTask: create one task first and reuse its id for every request.
         status, raw = http(
@@ -589,7 +658,9 @@ def ratios(entries: list[dict[str, Any]]) -> None:
             if not key.startswith(HUB):
                 continue
             for other, name in ((SDK, "vs_sdk"), (CEILING, "vs_ceiling")):
-                ref = base["servers"].get(other)
+                # the same kind of server: a2a-sdk, or a2a-sdk/grpc beside a2a-hub/grpc
+                same = other + key.removeprefix(HUB) if base is e else other
+                ref = base["servers"].get(same)
                 fig[name] = fig["rps"] / ref["rps"] if ref and ref["rps"] else None
 
 
@@ -733,6 +804,12 @@ def main() -> int:
     sample = wrk_argv(
         "http://127.0.0.1:PORT/a2a/echo", DURATION, "POST", "/a2a/echo", Path("BODY"), SCENARIOS[0]
     )
+    commands: dict[str, Any] = {
+        "servers": {k: show(t.server.command) for k, t in targets.items()},
+        "wrk": show(sample),
+    }
+    if any(sc.grpc for sc in scenarios):
+        commands["grpc_load"] = show(grpc_load_argv("PORT", DURATION))
     data.update(
         meta=machine_info(),
         settings={
@@ -745,10 +822,7 @@ def main() -> int:
             "server_cpu": SERVER_CPU if PINNED else None,
             "client_cpu": CLIENT_CPU if PINNED else None,
         },
-        commands={
-            "servers": {k: show(t.server.command) for k, t in targets.items()},
-            "wrk": show(sample),
-        },
+        commands=commands,
         scenarios=entries,
         durability=durability,
     )
@@ -758,6 +832,8 @@ def main() -> int:
     for k, cmd in data["commands"]["servers"].items():
         console.print(f"  {k:18} {cmd}", soft_wrap=True)
     console.print(f"  {'wrk':18} {data['commands']['wrk']}", soft_wrap=True)
+    if "grpc_load" in data["commands"]:
+        console.print(f"  {'gRPC load':18} {data['commands']['grpc_load']}", soft_wrap=True)
     console.print(
         "  (wrk args after --: method, path, body file (@MID@ -> fresh id per request), "
         "expected substrings, headers; bodies in bench/.work/bodies/)"

@@ -10,16 +10,19 @@ Routes use the same paths as a2a-hub's ``/a2a/echo`` agent:
 * ``POST /a2a/echo``: JSON-RPC 1.0 and, with ``enable_v0_3_compat``, the 0.3 methods
   (``message/send`` …) on the same URL;
 * ``/a2a/echo/message:send`` and the other HTTP+JSON 1.0 routes;
-* ``GET /a2a/echo/.well-known/agent-card.json``.
+* ``GET /a2a/echo/.well-known/agent-card.json``;
+* with a second argument, also the SDK's gRPC server (``GrpcHandler`` on the same request
+  handler, in the same event loop) on that port (needs ``a2a-sdk[grpc]``).
 
 The executor does what a2a-hub's built-in echo agent does: a Task (submitted), working, one
 artifact ``echo: <text>`` named ``echo``, completed.  Nothing sleeps.
 
-    python bench/sdk_server.py PORT
+    python bench/sdk_server.py PORT [GRPC_PORT]
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import uvicorn
@@ -79,6 +82,10 @@ def build_app(base: str) -> Starlette:
     handler = DefaultRequestHandler(
         agent_executor=EchoExecutor(), task_store=InMemoryTaskStore(), agent_card=card
     )
+    return app_of(card, handler)
+
+
+def app_of(card: AgentCard, handler: DefaultRequestHandler) -> Starlette:
     routes: list[BaseRoute] = []
     routes += create_agent_card_routes(card, card_url=f"{PREFIX}/.well-known/agent-card.json")
     routes += create_jsonrpc_routes(handler, rpc_url=PREFIX, enable_v0_3_compat=True)
@@ -87,8 +94,47 @@ def build_app(base: str) -> Starlette:
     return Starlette(routes=routes)
 
 
+async def serve_with_grpc(port: int, grpc_port: int) -> None:
+    """HTTP as in :func:`main` plus the SDK's gRPC server, sharing one request handler."""
+    import grpc
+    from a2a.server.request_handlers.grpc_handler import GrpcHandler
+    from a2a.types import a2a_pb2_grpc
+
+    card = build_card(f"http://127.0.0.1:{port}")
+    card.supported_interfaces.append(
+        AgentInterface(
+            protocol_binding="GRPC", protocol_version="1.0", url=f"127.0.0.1:{grpc_port}"
+        )
+    )
+    handler = DefaultRequestHandler(
+        agent_executor=EchoExecutor(), task_store=InMemoryTaskStore(), agent_card=card
+    )
+    server = grpc.aio.server()
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), server)
+    server.add_insecure_port(f"127.0.0.1:{grpc_port}")
+    await server.start()
+    config = uvicorn.Config(
+        app_of(card, handler),
+        host="127.0.0.1",
+        port=port,
+        http="httptools",
+        log_level="warning",
+        access_log=False,
+    )
+    try:
+        await uvicorn.Server(config).serve()
+    finally:
+        await server.stop(1)
+
+
 def main() -> None:
     port = int(sys.argv[1])
+    if len(sys.argv) > 2:
+        import uvloop
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(serve_with_grpc(port, int(sys.argv[2])))
+        return
     uvicorn.run(
         build_app(f"http://127.0.0.1:{port}"),
         host="127.0.0.1",

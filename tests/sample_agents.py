@@ -117,3 +117,16 @@ class SilentEcho(AgentExecutor):
 
     async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         await updater.reply(ctx.text)
+
+
+class ExtensionAware(AgentExecutor):
+    """Declares two extensions and answers with the ones the request activated."""
+
+    name = "Extensions"
+    extensions = [
+        {"uri": "https://example.com/ext/shout/v1", "description": "Answers in capitals"},
+        {"uri": "https://example.com/ext/trace/v1", "params": {"level": 2}},
+    ]
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.reply("active: " + (",".join(sorted(ctx.extensions)) or "none"))

@@ -188,15 +188,20 @@ async def test_rest_content_type_and_body(small: Any) -> None:
     await _nothing_stored(hub)
 
 
-async def test_plain_curl_without_header_or_content_type_works(small: Any) -> None:
+async def test_plain_curl_without_version_header_works(small: Any) -> None:
+    """No A2A-Version and no Content-Type (or a JSON one): served.  curl's default form type
+    is refused since issue 16 (the JSON-RPC binding is application/json only)."""
     _, c = small
     body = b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":' + (
         b'{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}'
     )
+    for headers in ({}, {"content-type": "application/json"}):
+        r = await c.post("/a2a/echo", content=body, headers=headers)
+        assert r.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     r = await c.post(
         "/a2a/echo", content=body, headers={"content-type": "application/x-www-form-urlencoded"}
     )
-    assert r.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert r.status_code == 415 and r.json()["error"]["code"] == -32005
 
 
 async def _nothing_stored(hub: Hub) -> None:

@@ -140,3 +140,33 @@ def test_config_file_and_environment(tmp_path: Path) -> None:
             {"text": "echo: x"}
         ]
     assert not (tmp_path / ".a2a-hub").exists()
+
+
+def test_serve_with_grpc_port(tmp_path: Path) -> None:
+    import asyncio
+
+    import grpc
+    from a2a.types import a2a_pb2_grpc
+    from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, TaskState
+
+    grpc_port = free_port()
+    with serve(
+        "--agent", "echo", "--store", "memory://", "--grpc-port", str(grpc_port), cwd=tmp_path
+    ) as url:
+        card = httpx.get(f"{url}/a2a/echo/.well-known/agent-card.json").json()
+        assert card["supportedInterfaces"][-1] == {
+            "url": f"127.0.0.1:{grpc_port}",
+            "protocolBinding": "GRPC",
+            "protocolVersion": "1.0",
+            "tenant": "echo",
+        }
+
+        async def send() -> Any:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+                stub = a2a_pb2_grpc.A2AServiceStub(channel)
+                message = Message(message_id="g", role=Role.ROLE_USER, parts=[Part(text="hi")])
+                return await stub.SendMessage(SendMessageRequest(tenant="echo", message=message))
+
+        answer = asyncio.run(send())
+        assert answer.task.status.state == TaskState.TASK_STATE_COMPLETED
+        assert answer.task.artifacts[0].parts[0].text == "echo: hi"

@@ -36,6 +36,8 @@ DOCUMENTED_ENV: list[tuple[str, str, Any]] = [
     ("A2A_HUB_APP_DIR", "src", ("server", "app_dir", "src")),
     ("A2A_HUB_MAX_BODY_BYTES", "4096", ("server", "max_body_bytes", 4096)),
     ("A2A_HUB_SSE_HEARTBEAT", "2.5", ("server", "sse_heartbeat", 2.5)),
+    ("A2A_HUB_GRPC_PORT", "50051", ("server", "grpc_port", 50051)),
+    ("A2A_HUB_CARD_V03_FIELDS", "false", ("server", "card_v03_fields", False)),
     ("A2A_HUB_STORE", "redis://127.0.0.1:6379/0", ("store", "url", "redis://127.0.0.1:6379/0")),
     ("A2A_HUB_ORPHAN_TIMEOUT", "7", ("store", "orphan_timeout", 7.0)),
     ("A2A_HUB_LLM_PROVIDER", "openai", ("llm", "provider", "openai")),

@@ -72,6 +72,8 @@ def serve(
                 "no agents to serve: pass --agent echo (or list [[agents]] in --config hub.toml)"
             )
         use_app_dir(app_dir)
+        if settings.server.grpc_port is not None:
+            import a2a_hub.server.grpc  # noqa: F401 - fails early with the extra to install
         hub = Hub(settings)
     except (SettingsError, ValueError, ImportError) as exc:
         hint = ""
@@ -100,6 +102,11 @@ def serve(
         say(f"  {where}  (card: {where}/.well-known/agent-card.json)", highlight=False)
     if hub.default_agent_id:
         say(f"  default agent at {base}/ : {escape(hub.default_agent_id)}", highlight=False)
+    if server.grpc_port is not None:
+        say(
+            f"  gRPC (A2A 1.0) at {escape(server.host)}:{server.grpc_port}, tenant = agent id",
+            highlight=False,
+        )
     if server.workers > 1:
         say(f"  {server.workers} worker processes; press Ctrl+C to stop", highlight=False)
         _serve_workers(settings, sock)

@@ -80,13 +80,17 @@ class TaskEngine:
         *,
         new_task_id: str | None = None,
         caller: Caller = ANONYMOUS,
+        extensions: frozenset[str] = frozenset(),
     ) -> Task | Message:
         """Handle ``SendMessage``: answer with a Message, or a Task once it settles.
 
         ``new_task_id`` is the id a new task gets (0.1 clients choose their own);
-        if a task with that id exists, the message continues it.
+        if a task with that id exists, the message continues it.  ``extensions`` are
+        the activated extensions (the executor's ``ctx.extensions``).
         """
-        run = await self._runs.open(request, new_task_id=new_task_id, caller=caller)
+        run = await self._runs.open(
+            request, new_task_id=new_task_id, caller=caller, extensions=extensions
+        )
         config = request.configuration
         history_length = config.history_length if config is not None else None
         if config is not None and config.return_immediately:
@@ -110,9 +114,12 @@ class TaskEngine:
         *,
         new_task_id: str | None = None,
         caller: Caller = ANONYMOUS,
+        extensions: frozenset[str] = frozenset(),
     ) -> TaskRun:
         """Validate a send and prepare its run (not started): shared by send and stream."""
-        return await self._runs.open(request, new_task_id=new_task_id, caller=caller)
+        return await self._runs.open(
+            request, new_task_id=new_task_id, caller=caller, extensions=extensions
+        )
 
     async def send_stream(
         self,
@@ -120,9 +127,12 @@ class TaskEngine:
         *,
         new_task_id: str | None = None,
         caller: Caller = ANONYMOUS,
+        extensions: frozenset[str] = frozenset(),
     ) -> TaskStream:
         """``SendStreamingMessage``: the events of the turn this message starts, live."""
-        run = await self._runs.open(request, new_task_id=new_task_id, caller=caller)
+        run = await self._runs.open(
+            request, new_task_id=new_task_id, caller=caller, extensions=extensions
+        )
         run.ctx.streaming = True
         fresh = run.task is None  # else a continued task: from its snapshot, new message included
         stream = TaskStream(self.log, self.pubsub, run.task_id, after=0 if fresh else None)

@@ -67,6 +67,9 @@ class RequestContext:
     metadata: dict[str, Any] | None = None
     #: True when the client follows this turn as a stream (stream text as artifact chunks).
     streaming: bool = False
+    #: URIs of the extensions active for this request: those the client asked for
+    #: (``A2A-Extensions``) among those the agent declares.
+    extensions: frozenset[str] = frozenset()
     extras: dict[str, Any] = field(default_factory=dict)
     #: Loads the earlier tasks of the context (set by the engine).
     context_loader: Callable[[], Awaitable[list[Task]]] | None = None
@@ -212,12 +215,15 @@ class AgentExecutor(ABC):
 
     Class attributes ``name``, ``description`` and ``skills`` (dicts with
     ``id``, ``name``, ``description``, ``tags``) feed the agent card when the
-    configuration does not say otherwise.
+    configuration does not say otherwise.  ``extensions`` (dicts with ``uri`` and
+    optionally ``description``, ``required``, ``params``) are listed in the card's
+    ``capabilities.extensions``; the ones a request activates are ``ctx.extensions``.
     """
 
     name: str | None = None
     description: str | None = None
     skills: list[dict[str, Any]] | None = None
+    extensions: list[dict[str, Any]] | None = None
     streaming: bool = True
 
     @abstractmethod

@@ -59,12 +59,18 @@ class Runs(dict[str, TaskRun]):
         self.cluster = cluster
 
     async def open(
-        self, request: SendMessageRequest, *, new_task_id: str | None, caller: Caller
+        self,
+        request: SendMessageRequest,
+        *,
+        new_task_id: str | None,
+        caller: Caller,
+        extensions: frozenset[str] = frozenset(),
     ) -> TaskRun:
         """Validate a send and prepare its run (not started).
 
         ``new_task_id`` is the id a new task gets (0.1 clients choose their own);
-        if a task with that id exists, the message continues it.
+        if a task with that id exists, the message continues it.  ``extensions`` are
+        the extensions the request activates (the executor's ``ctx.extensions``).
         """
         message = request.message
         check_message(message)
@@ -76,7 +82,7 @@ class Runs(dict[str, TaskRun]):
             self.refuse_if_running(task_id, caller)
             record = await self.store.get_task_record(self.agent_id, task_id)
             if record is not None and caller.sees(record.owner):
-                return self._continue(record, message, request, caller)
+                return self._continue(record, message, request, caller, extensions)
             if record is not None or message.task_id is not None:
                 raise not_found(task_id, CONTINUE_HINT)
         owner = caller.owner
@@ -91,13 +97,19 @@ class Runs(dict[str, TaskRun]):
             context_id=context_id,
             configuration=config,
             metadata=request.metadata,
+            extensions=extensions,
             context_loader=self._context_loader(context_id, task_id, owner),
         )
         self.refuse_if_running(task_id, caller)
         return self._add(ctx, owner, None, 0, new_task_id is not None)
 
     def _continue(
-        self, record: StoredTask, message: Message, request: SendMessageRequest, caller: Caller
+        self,
+        record: StoredTask,
+        message: Message,
+        request: SendMessageRequest,
+        caller: Caller,
+        extensions: frozenset[str],
     ) -> TaskRun:
         task, seq, owner = record
         check_continuation(task, message)
@@ -110,6 +122,7 @@ class Runs(dict[str, TaskRun]):
             task=task,
             configuration=request.configuration,
             metadata=request.metadata,
+            extensions=extensions,
             context_loader=self._context_loader(task.context_id, task.id, owner),
         )
         self.refuse_if_running(task.id, caller)

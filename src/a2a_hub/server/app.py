@@ -11,7 +11,10 @@ Each agent mount runs the same middleware list (by default :class:`CallerMiddlew
 alone, which decides who calls), so authentication is one middleware away.  The
 routes of an agent (:data:`AGENT_ROUTES`) are module-level endpoints that find the
 hub in ``request.app.state.hub`` and the agent per request, so agents added to or
-removed from the hub while it serves are found, or not, at once.
+removed from the hub while it serves are found, or not, at once.  Around everything,
+:class:`~a2a_hub.server.extensions.ExtensionsMiddleware` reads the ``A2A-Extensions``
+header and echoes the extensions a send activated.  The gRPC binding, when
+``grpc_port`` is set, is started and stopped by the hub in the app's lifespan.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from a2a_hub.server import rest
 from a2a_hub.server.caller import CallerMiddleware
 from a2a_hub.server.cards import agent_card, legacy_agent_card
 from a2a_hub.server.errors import JSON
+from a2a_hub.server.extensions import ExtensionsMiddleware
 from a2a_hub.server.http import base_url, hub_of
 from a2a_hub.server.hub import Hub
 from a2a_hub.server.jsonrpc import rpc
@@ -226,6 +230,6 @@ def create_app(hub: Hub, *, agent_middleware: Sequence[Middleware] | None = None
         AgentMount("/a2a/{agent_id}", AGENT_ROUTES, middleware=middleware),
         AgentMount("", AGENT_ROUTES, middleware=middleware, claim_unknown=False),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(ExtensionsMiddleware)])
     app.state.hub = hub
     return app

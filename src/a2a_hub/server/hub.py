@@ -12,7 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.loader import build_executor
@@ -30,12 +33,17 @@ from a2a_hub.protocol.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from a2a_hub.protocol.types import AgentExtension
+from a2a_hub.server.extensions import declared_extensions
 from a2a_hub.settings import AgentSpec, Settings
 from a2a_hub.stores import open_store
 from a2a_hub.stores.base import Store
 from a2a_hub.tools.mcp import close_mcp_sessions
 
 log = logging.getLogger("a2a_hub.server")
+
+if TYPE_CHECKING:
+    from a2a_hub.server.grpc import GrpcServer
 
 __all__ = ["HostedAgent", "Hub"]
 
@@ -48,11 +56,27 @@ class HostedAgent:
     executor: AgentExecutor
     engine: TaskEngine
     cards: dict[str, tuple[bytes, str]] = field(default_factory=dict)
+    #: When the card last changed (epoch seconds): its ``Last-Modified``.
+    card_modified: float = field(default_factory=time.time)
+    #: Whether the card keeps the 0.3 top-level fields (setting ``card_v03_fields``).
+    card_v03_fields: bool = True
+    #: The port of the gRPC binding once it listens (the card then lists a GRPC interface).
+    grpc_port: int | None = None
 
     @property
     def id(self) -> str:
         """The agent's id, its path segment."""
         return self.spec.id
+
+    @cached_property
+    def extensions(self) -> list[AgentExtension]:
+        """The extensions the agent declares (configuration first, then its executor's)."""
+        return declared_extensions(self.spec, self.executor)
+
+    def card_changed(self) -> None:
+        """Forget the encoded cards and move ``Last-Modified`` to now."""
+        self.cards.clear()
+        self.card_modified = time.time()
 
     @property
     def streaming(self) -> bool:
@@ -119,6 +143,8 @@ class Hub:
         )
         #: Engines of removed agents whose running tasks have not ended yet.
         self._retiring: dict[asyncio.Task[None], TaskEngine] = {}
+        #: The gRPC binding, while it runs (``settings.server.grpc_port``).
+        self.grpc: GrpcServer | None = None
         for spec in settings.agents:
             self.add(spec, executors.get(spec.id))
 
@@ -174,7 +200,8 @@ class Hub:
         An agent with the same id is replaced: requests from now on reach the new
         one, while the tasks running on the old one finish there (as with
         :meth:`remove`).  Works before and after :meth:`start`; the engine joins
-        the cluster of instances sharing the store.  ``settings`` is not changed.
+        the cluster of instances sharing the store, and a running gRPC binding
+        serves the agent too (its card lists it).  ``settings`` is not changed.
         """
         if not spec.id or "/" in spec.id:
             raise ValueError(f"agent id {spec.id!r} must be non-empty and contain no '/'")
@@ -184,7 +211,13 @@ class Hub:
         if old is not None:
             self._retire(old.engine)
         engine = TaskEngine(spec.id, executor, self.store, cluster=self.cluster)
-        agent = self.agents[spec.id] = HostedAgent(spec, executor, engine)
+        agent = self.agents[spec.id] = HostedAgent(
+            spec,
+            executor,
+            engine,
+            card_v03_fields=self.settings.server.card_v03_fields,
+            grpc_port=self.grpc.port if self.grpc is not None else None,
+        )
         return agent
 
     async def remove(self, agent_id: str, *, cancel_running: bool = False) -> HostedAgent:
@@ -237,12 +270,26 @@ class Hub:
     # --- life -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Open the store and join the cluster of instances sharing it."""
+        """Open the store, join the cluster of instances sharing it, start the gRPC binding."""
         await self.store.open()
         await self.cluster.start()
+        server = self.settings.server
+        if server.grpc_port is not None:
+            from a2a_hub.server.grpc import GrpcServer
+
+            try:
+                self.grpc = await GrpcServer(self).start(server.host, server.grpc_port)
+            except BaseException:
+                await self.cluster.close()
+                await self.store.close()
+                raise
 
     async def close(self) -> None:
-        """Stop running tasks (removed agents' too), leave the cluster and close the store."""
+        """Stop the gRPC binding and running tasks (removed agents' too), leave the cluster,
+        close the store."""
+        if self.grpc is not None:
+            await self.grpc.stop()
+            self.grpc = None
         retiring = list(self._retiring.items())
         for drain, _ in retiring:
             drain.cancel()

@@ -4,8 +4,14 @@ The version is chosen by the ``A2A-Version`` header (or query parameter) and the
 method name: ``1.x`` serves the PascalCase 1.0 methods, ``0.3``/``0.2`` the
 slash-named 0.3 methods plus the 0.1 legacy ones, ``0.1`` the legacy ones.
 Without a version the method name decides (a PascalCase name is served as
-1.0, a slash name as 0.3 or 0.1), so a plain ``curl`` works.  Errors are
-answered with HTTP 200 and a JSON-RPC error object, as the protocol does.
+1.0, a slash name as 0.3 or 0.1), so a plain ``curl -H 'content-type: application/json'``
+works.  Errors are answered with HTTP 200 and a JSON-RPC error object, as the protocol
+does, carrying the request's ``id`` whenever it can be read, even from an invalid request
+(JSON-RPC 2.0 section 5).  A body whose ``Content-Type`` is not JSON is refused with HTTP
+415 before anything else (:func:`check_content_type`).  1.0 params may use the proto field
+names (``history_length``) as well as camelCase (:mod:`a2a_hub.protocol.fieldnames`).  The
+send and stream methods of every version activate the extensions the request asks for
+(:mod:`a2a_hub.server.extensions`).
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from starlette.responses import Response
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
-from a2a_hub.protocol import v01, v03
+from a2a_hub.protocol import fieldnames, v01, v03
 from a2a_hub.protocol.errors import (
+    ContentTypeNotSupportedError,
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
@@ -40,12 +47,13 @@ from a2a_hub.protocol.types import (
 )
 from a2a_hub.server.caller import caller_of
 from a2a_hub.server.errors import JSON, encode_error, protocol_error
+from a2a_hub.server.extensions import activate_for_request
 from a2a_hub.server.http import a2a_version, agent_of, hub_of, read_body
 from a2a_hub.server.hub import HostedAgent
 from a2a_hub.server.sse import SseReply, encoded_event, sse_response
 from a2a_hub.stores.base import TaskEvent
 
-__all__ = ["SERVED_VERSIONS", "Call", "resolve_family", "rpc"]
+__all__ = ["SERVED_VERSIONS", "Call", "check_content_type", "resolve_family", "rpc"]
 
 SERVED_VERSIONS = "1.0 and 0.3 (also 0.2), plus the 0.1 legacy methods"
 
@@ -89,7 +97,7 @@ def _decode(raw: msgspec.Raw, kind: type[T]) -> T:
     if not raw:
         raise InvalidParamsError("params is required for this method")
     try:
-        return msgspec.json.decode(raw, type=kind)
+        return fieldnames.decode(raw, kind)
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(f"invalid params: {_field_msg(exc)}") from None
 
@@ -159,8 +167,9 @@ async def _no_extended_card(call: Call) -> Any:
 
 
 async def _send_10(call: Call) -> Any:
+    request = _decode(call.params, SendMessageRequest)
     result = await call.agent.engine.send(
-        _decode(call.params, SendMessageRequest), caller=call.caller
+        request, caller=call.caller, extensions=activate_for_request(call.agent)
     )
     if isinstance(result, Task):
         return SendMessageResponse(task=result)
@@ -169,8 +178,9 @@ async def _send_10(call: Call) -> Any:
 
 async def _stream_10(call: Call) -> Any:
     call.agent.require_streaming("SendStreamingMessage")
+    request = _decode(call.params, SendMessageRequest)
     stream = await call.agent.engine.send_stream(
-        _decode(call.params, SendMessageRequest), caller=call.caller
+        request, caller=call.caller, extensions=activate_for_request(call.agent)
     )
     return _rpc_stream(call, stream, _v10_event, "1.0")
 
@@ -223,14 +233,18 @@ def _encode_old(task: Task) -> dict[str, Any]:
 
 async def _send_03(call: Call) -> Any:
     request = v03.decode_send_params(_decode_any(call.params))
-    result = await call.agent.engine.send(request, caller=call.caller)
+    result = await call.agent.engine.send(
+        request, caller=call.caller, extensions=activate_for_request(call.agent)
+    )
     return v03.encode_send_result(result)
 
 
 async def _stream_03(call: Call) -> Any:
     call.agent.require_streaming("message/stream")
     request = v03.decode_send_params(_decode_any(call.params))
-    stream = await call.agent.engine.send_stream(request, caller=call.caller)
+    stream = await call.agent.engine.send_stream(
+        request, caller=call.caller, extensions=activate_for_request(call.agent)
+    )
     return _rpc_stream(call, stream, _v03_event, "0.3")
 
 
@@ -260,7 +274,12 @@ async def _resubscribe_old(call: Call) -> Any:
 
 async def _send_01(call: Call) -> Any:
     request, task_id = v01.decode_send_params(_decode_any(call.params))
-    result = await call.agent.engine.send(request, new_task_id=task_id, caller=call.caller)
+    result = await call.agent.engine.send(
+        request,
+        new_task_id=task_id,
+        caller=call.caller,
+        extensions=activate_for_request(call.agent),
+    )
     if not isinstance(result, Task):  # cannot happen: a client-chosen id binds the run to a task
         raise InternalError("the agent answered a 0.1 tasks/send without a task")
     return v01.encode_task(result)
@@ -269,7 +288,12 @@ async def _send_01(call: Call) -> Any:
 async def _stream_01(call: Call) -> Any:
     call.agent.require_streaming("tasks/sendSubscribe")
     request, task_id = v01.decode_send_params(_decode_any(call.params))
-    stream = await call.agent.engine.send_stream(request, new_task_id=task_id, caller=call.caller)
+    stream = await call.agent.engine.send_stream(
+        request,
+        new_task_id=task_id,
+        caller=call.caller,
+        extensions=activate_for_request(call.agent),
+    )
     return _rpc_stream(call, stream, _v01_encoder(), "0.1")
 
 
@@ -339,12 +363,54 @@ def _family_of(version: str) -> str:
     )
 
 
+def _readable_id(body: bytes) -> str | int | None:
+    """The ``id`` of a request that is not valid JSON-RPC, if one can be read (else None)."""
+    try:
+        obj = _any_dec.decode(body)
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    value = obj.get("id")
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return None
+
+
+def _family_or_none(version: str | None) -> str | None:
+    try:
+        return _family_of(version) if version else None
+    except VersionNotSupportedError:
+        return None
+
+
+_JSON_TYPES = ("application/json", "application/a2a+json")
+
+
+def check_content_type(content_type: str | None) -> None:
+    """Refuse (:class:`ContentTypeNotSupportedError`, HTTP 415) a body not declared as JSON.
+
+    ``application/json`` and ``application/a2a+json`` (any parameters) are served; a
+    request without a ``Content-Type`` is read as JSON.
+    """
+    if content_type is None:
+        return
+    media = content_type.split(";")[0].strip().lower()
+    if media in _JSON_TYPES or not media:
+        return
+    raise ContentTypeNotSupportedError(
+        f"Content-Type {media!r} is not supported by the JSON-RPC endpoint; send the "
+        "request as application/json (or application/a2a+json)",
+        data={"contentType": media},
+    )
+
+
 async def rpc(request: Request) -> Response:
     """``POST`` on an agent's URL (or the root alias): one JSON-RPC request, any version.
 
-    A request refused before its body is read (no such agent, a body over the
-    limit) gets the error's HTTP status; once the body is read every error is a
-    JSON-RPC error object with HTTP 200.  Never raises.
+    A request refused before its body is parsed (no such agent, a body over the
+    limit, a Content-Type that is not JSON) gets the error's HTTP status; after that
+    every error is a JSON-RPC error object with HTTP 200.  Never raises.
     """
     hub = hub_of(request)
     req_id: str | int | None = None
@@ -355,10 +421,18 @@ async def rpc(request: Request) -> Response:
         agent = agent_of(request, hub)
         where = f"agent {agent.id}"
         body = await read_body(request, hub.settings.server.max_body_bytes)
+        version = a2a_version(request)
+        try:
+            check_content_type(request.headers.get("content-type"))
+        except ContentTypeNotSupportedError:
+            req_id = _readable_id(body)
+            raise
         status = 200
         try:
             env = _env_dec.decode(body)
         except msgspec.ValidationError as exc:
+            req_id = _readable_id(body)
+            family = _family_or_none(version)
             raise InvalidRequestError(
                 f"not a JSON-RPC 2.0 request: {exc} (expected an object with jsonrpc, "
                 "method, id and params)"
@@ -367,8 +441,9 @@ async def rpc(request: Request) -> Response:
             raise JSONParseError(f"Invalid JSON payload: {exc}") from None
         req_id = env.id
         if env.jsonrpc != "2.0":
+            family = _family_or_none(version)
             raise InvalidRequestError('jsonrpc must be "2.0"')
-        family, handler = resolve_family(a2a_version(request), env.method)
+        family, handler = resolve_family(version, env.method)
         last_event_id = request.headers.get("last-event-id")
         call = Call(agent, env.params, req_id, last_event_id, caller_of(request))
         result = await handler(call)

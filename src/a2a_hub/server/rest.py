@@ -4,10 +4,13 @@ Each endpoint serves the agent of its route (``/a2a/{agent_id}/…`` or the root
 alias) for the caller :class:`~a2a_hub.server.caller.CallerMiddleware` found.
 Errors use the spec's body: ``{"error": {"code", "status", "message", "details": [ErrorInfo]}}``
 (:func:`a2a_hub.server.errors.error_body`), answered by :func:`~a2a_hub.server.errors.guarded`.
+Bodies and query parameters may use the proto field names (``history_length``) as well as
+camelCase; sends activate the extensions the request asks for (``A2A-Extensions``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -15,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
+from a2a_hub.protocol import fieldnames
 from a2a_hub.protocol.errors import (
     ContentTypeNotSupportedError,
     InvalidParamsError,
@@ -29,6 +33,7 @@ from a2a_hub.protocol.types import (
 )
 from a2a_hub.server.caller import caller_of
 from a2a_hub.server.errors import error_body, guarded
+from a2a_hub.server.extensions import activate_for_request
 from a2a_hub.server.http import a2a_version, agent_of, hub_of, read_body
 from a2a_hub.server.hub import HostedAgent, Hub
 from a2a_hub.server.jsonrpc import SERVED_VERSIONS
@@ -52,6 +57,7 @@ A2A_JSON = "application/a2a+json"
 _enc = msgspec.json.Encoder()
 _JSON_TYPES = ("application/json", "application/a2a+json")
 _BY_LABEL = {state.label: state for state in TaskState}
+_SNAKE = re.compile(r"([A-Z])")
 
 
 def check_version(version: str | None) -> None:
@@ -86,8 +92,16 @@ def _check_json(request: Request, body: bytes) -> None:
         )
 
 
-def _int_param(request: Request, name: str) -> int | None:
+def _query(request: Request, name: str) -> str | None:
+    """A query parameter by its camelCase name, or else by its proto name (``page_size``)."""
     value = request.query_params.get(name)
+    if value is None:
+        value = request.query_params.get(_SNAKE.sub(r"_\1", name).lower())
+    return value
+
+
+def _int_param(request: Request, name: str) -> int | None:
+    value = _query(request, name)
     if value is None or value == "":
         return None
     try:
@@ -97,7 +111,7 @@ def _int_param(request: Request, name: str) -> int | None:
 
 
 def _bool_param(request: Request, name: str) -> bool | None:
-    value = request.query_params.get(name)
+    value = _query(request, name)
     if value is None or value == "":
         return None
     if value.lower() in ("true", "1"):
@@ -125,7 +139,7 @@ def _state_param(request: Request) -> TaskState | None:
 def _send_request(request: Request, body: bytes) -> SendMessageRequest:
     _check_json(request, body)
     try:
-        return msgspec.json.decode(body, type=SendMessageRequest)
+        return fieldnames.decode(body, SendMessageRequest)
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(
             f"invalid request body: {str(exc).replace('`$', '`body')}"
@@ -146,7 +160,9 @@ async def send_message(request: Request) -> Response:
     """``POST /message:send``."""
     hub, agent = _target(request)
     params = _send_request(request, await read_body(request, hub.settings.server.max_body_bytes))
-    result = await agent.engine.send(params, caller=caller_of(request))
+    result = await agent.engine.send(
+        params, caller=caller_of(request), extensions=activate_for_request(agent)
+    )
     if isinstance(result, Task):
         return _ok(SendMessageResponse(task=result))
     return _ok(SendMessageResponse(message=result))
@@ -159,7 +175,10 @@ async def send_streaming_message(request: Request) -> Response:
     body = await read_body(request, hub.settings.server.max_body_bytes)
     agent.require_streaming("SendStreamingMessage")
     params = _send_request(request, body)
-    return _stream(hub, await agent.engine.send_stream(params, caller=caller_of(request)))
+    stream = await agent.engine.send_stream(
+        params, caller=caller_of(request), extensions=activate_for_request(agent)
+    )
+    return _stream(hub, stream)
 
 
 @guarded
@@ -167,7 +186,7 @@ async def subscribe(request: Request) -> Response:
     """``GET|POST /tasks/{id}:subscribe`` (``Last-Event-ID`` header or ``lastEventId`` query)."""
     hub, agent = _target(request)
     agent.require_streaming("SubscribeToTask")
-    position = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
+    position = request.headers.get("last-event-id") or _query(request, "lastEventId")
     stream = await agent.engine.subscribe(
         request.path_params["task_id"], check_position(position), caller=caller_of(request)
     )
@@ -190,14 +209,13 @@ async def get_task(request: Request) -> Response:
 async def list_tasks(request: Request) -> Response:
     """``GET /tasks``."""
     _, agent = _target(request)
-    q = request.query_params
     query = ListTasksRequest(
-        context_id=q.get("contextId") or None,
+        context_id=_query(request, "contextId") or None,
         status=_state_param(request),
         page_size=_int_param(request, "pageSize"),
-        page_token=q.get("pageToken") or None,
+        page_token=_query(request, "pageToken") or None,
         history_length=_int_param(request, "historyLength"),
-        status_timestamp_after=q.get("statusTimestampAfter") or None,
+        status_timestamp_after=_query(request, "statusTimestampAfter") or None,
         include_artifacts=_bool_param(request, "includeArtifacts"),
     )
     return _ok(await agent.engine.list_tasks(query, caller=caller_of(request)))

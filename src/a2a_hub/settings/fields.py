@@ -116,7 +116,7 @@ class SettingField:
         if base is bool:
             return "true or false"
         noun = {int: "a whole number", float: "a number", str: "text"}.get(base, _name(base))
-        meta = self.meta
+        meta = _bounds(self.type) or self.meta
         if meta.ge is not None and meta.le is not None:
             return f"{noun} from {_num(meta.ge)} to {_num(meta.le)}"
         bounds = [
@@ -179,8 +179,24 @@ def _strip(tp: Any) -> tuple[Any, bool]:
         tp = get_args(tp)[0]
     if get_origin(tp) in (typing.Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]
-        return (args[0] if len(args) == 1 else tp), True
+        if len(args) != 1:
+            return tp, True
+        inner = args[0]
+        return (get_args(inner)[0] if get_origin(inner) is Annotated else inner), True
     return tp, False
+
+
+def _bounds(tp: Any) -> msgspec.Meta | None:
+    """The bounds of an optional number, which msgspec wants on the number itself
+    (``Annotated[Annotated[int, Meta(ge=0)] | None, setting(...)]``)."""
+    if get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    if get_origin(tp) in (typing.Union, types.UnionType):
+        for arg in get_args(tp):
+            meta = _meta(arg)
+            if meta is not None:
+                return meta
+    return None
 
 
 def _name(tp: Any) -> str:

@@ -13,6 +13,8 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
+from a2a_hub.protocol.types import AgentExtension
+
 __all__ = [
     "DEFAULT_STORE",
     "AgentSpec",
@@ -140,6 +142,18 @@ class ServerSettings(Section):
             metavar="SECONDS",
         ),
     ] = 15.0
+    # (msgspec puts the bounds of an optional number on the number itself)
+    grpc_port: Annotated[
+        Annotated[int, msgspec.Meta(ge=0, le=65535)] | None,
+        setting(
+            "Also serve A2A 1.0 over gRPC on this port (needs a2a-hub[grpc]).",
+            metavar="PORT",
+        ),
+    ] = None
+    card_v03_fields: Annotated[
+        bool,
+        setting("Keep the 0.3 top-level fields in the 1.0 card (0.3 clients need them)."),
+    ] = True
 
 
 class StoreSettings(Section):
@@ -230,6 +244,8 @@ class AgentSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     description: str | None = None
     version: str = "1.0.0"
     options: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: Extensions for the card (``[[agents.extensions]]``: uri, description, required, params).
+    extensions: list[AgentExtension] = msgspec.field(default_factory=list)
 
     @classmethod
     def parse(cls, text: str) -> AgentSpec:

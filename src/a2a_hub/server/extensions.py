@@ -1,0 +1,140 @@
+"""A2A extensions: what an agent declares, what a request asks for, what gets activated.
+
+An agent declares extensions in its card (``capabilities.extensions``): from ``hub.toml``
+(``[[agents.extensions]]`` with ``uri``, ``description``, ``required``, ``params``) and from
+its executor class (the ``extensions`` attribute, same keys); the configuration wins for a
+URI both name.  A client asks for extensions with the ``A2A-Extensions`` service parameter:
+the HTTP header (also ``X-A2A-Extensions``, the 0.3 name) or the gRPC metadata
+``a2a-extensions``, a comma-separated list of URIs.
+
+When a message is sent (every version's send and stream methods), the **activated**
+extensions are the requested ones the agent declares; others are ignored, as the spec
+says.  They reach the executor as ``ctx.extensions`` and are echoed back in the response's
+``A2A-Extensions`` header (gRPC: initial metadata).  If the agent marks an extension
+``required`` and the request does not ask for it, the send is refused with
+``ExtensionSupportRequiredError`` (-32008, HTTP 400, gRPC ``FAILED_PRECONDITION``).
+Reading tasks (get, list, cancel, subscribe) needs no extension.
+
+The HTTP bindings learn the request's header through :class:`ExtensionsMiddleware`, which
+keeps it for the request in a context variable and adds the response header; the gRPC
+binding passes the metadata to :func:`activate` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from a2a_hub.protocol.errors import ExtensionSupportRequiredError
+from a2a_hub.protocol.types import AgentExtension
+
+if TYPE_CHECKING:
+    from a2a_hub.engine.executor import AgentExecutor
+    from a2a_hub.server.hub import HostedAgent
+    from a2a_hub.settings import AgentSpec
+
+__all__ = [
+    "HEADER",
+    "ExtensionsMiddleware",
+    "activate",
+    "activate_for_request",
+    "declared_extensions",
+    "parse",
+]
+
+#: The service parameter (HTTP header; gRPC metadata key in lower case).
+HEADER = "A2A-Extensions"
+_HEADER_KEYS = (b"a2a-extensions", b"x-a2a-extensions")
+_NONE: frozenset[str] = frozenset()
+
+
+def parse(values: Iterable[str]) -> frozenset[str]:
+    """The URIs of one or more comma-separated ``A2A-Extensions`` values."""
+    return frozenset(uri for value in values for part in value.split(",") if (uri := part.strip()))
+
+
+def declared_extensions(spec: AgentSpec, executor: AgentExecutor) -> list[AgentExtension]:
+    """The agent's extensions: its configuration's, then its executor class's other ones."""
+    found: dict[str, AgentExtension] = {}
+    for ext in spec.extensions:
+        found.setdefault(ext.uri, ext)
+    for raw in executor.extensions or ():
+        ext = raw if isinstance(raw, AgentExtension) else msgspec.convert(raw, AgentExtension)
+        found.setdefault(ext.uri, ext)
+    return list(found.values())
+
+
+def activate(agent: HostedAgent, requested: frozenset[str]) -> frozenset[str]:
+    """The extensions a send activates; ExtensionSupportRequiredError if one required is missing."""
+    declared = agent.extensions
+    if not declared:
+        return _NONE
+    missing = [ext.uri for ext in declared if ext.required and ext.uri not in requested]
+    if missing:
+        raise ExtensionSupportRequiredError(
+            f"agent {agent.id!r} requires the extension{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing)}; a client that supports "
+            f"{'them' if len(missing) > 1 else 'it'} says so with the {HEADER} header "
+            "(gRPC metadata a2a-extensions)",
+            data={"extensions": ",".join(missing)},
+        )
+    if not requested:
+        return _NONE
+    return frozenset(ext.uri for ext in declared if ext.uri in requested)
+
+
+@dataclass(slots=True)
+class _RequestExtensions:
+    requested: frozenset[str]
+    activated: set[str] = field(default_factory=set)
+
+
+_current: ContextVar[_RequestExtensions | None] = ContextVar("a2a_extensions", default=None)
+
+
+def activate_for_request(agent: HostedAgent) -> frozenset[str]:
+    """:func:`activate` with the current HTTP request's header (noted for the response)."""
+    current = _current.get()
+    activated = activate(agent, current.requested if current is not None else _NONE)
+    if activated and current is not None:
+        current.activated.update(activated)
+    return activated
+
+
+class ExtensionsMiddleware:
+    """ASGI middleware: reads ``A2A-Extensions`` and echoes the activated ones.
+
+    Requests without the header pass straight through.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        values = [v.decode("latin-1") for k, v in scope["headers"] if k in _HEADER_KEYS]
+        if not values:
+            await self.app(scope, receive, send)
+            return
+        current = _RequestExtensions(parse(values))
+
+        async def send_echo(message: Any) -> None:
+            if message["type"] == "http.response.start" and current.activated:
+                headers = [
+                    *message.get("headers", ()),
+                    (b"a2a-extensions", ",".join(sorted(current.activated)).encode()),
+                ]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        token = _current.set(current)
+        try:
+            await self.app(scope, receive, send_echo)
+        finally:
+            _current.reset(token)

@@ -1,0 +1,1 @@
+"""Generated from proto/a2a.proto by `make proto`; do not edit."""

@@ -1,0 +1,284 @@
+"""The ``lf.a2a.v1.A2AService`` servicer: each RPC on the engine the other bindings use.
+
+Per call:
+
+* **agent** — the request's ``tenant`` field names the agent (each card's GRPC interface
+  carries ``tenant: <agent id>``, and clients copy it into every request); a request
+  without a tenant may name it in the metadata key ``x-a2a-hub-agent``; with neither, the
+  hub's default agent answers.  When both are set, ``tenant`` wins.
+* **version** — metadata ``a2a-version``: absent or ``1.x`` is served, anything else is
+  ``VersionNotSupportedError`` (this binding is A2A 1.0 only).
+* **extensions** — metadata ``a2a-extensions`` (see :mod:`a2a_hub.server.extensions`);
+  the activated ones go back in the initial metadata ``a2a-extensions``.
+* **resuming** — ``SubscribeToTask`` with metadata ``last-event-id: N`` replays the events
+  after ``N`` first, like ``Last-Event-ID`` on SSE.
+* **the caller going away** — a blocking ``SendMessage`` whose call is cancelled (the client
+  cancels, its deadline passes, the connection drops) does not stop the task, as an HTTP
+  client that disconnects does not: ``CancelTask`` is how a task is cancelled.
+* **errors** — every :class:`A2AError` becomes its gRPC status with a
+  ``google.rpc.Status`` in the ``grpc-status-details-bin`` trailer holding a
+  ``google.rpc.ErrorInfo`` (``reason``, domain ``a2a-protocol.org``, ``metadata``), as the
+  spec's section 10.6 asks; anything unexpected is logged and answered ``INTERNAL``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import NamedTuple, Never
+
+import google.rpc.error_details_pb2 as error_details_pb2
+import google.rpc.status_pb2 as status_pb2
+import grpc
+
+from a2a_hub.engine.caller import ANONYMOUS, Caller
+from a2a_hub.engine.stream import TaskStream, check_position, is_internal
+from a2a_hub.protocol.errors import A2AError, InternalError, VersionNotSupportedError
+from a2a_hub.protocol.types import Message, Task
+from a2a_hub.server.errors import error_info
+from a2a_hub.server.extensions import activate, parse
+from a2a_hub.server.grpc import convert
+from a2a_hub.server.grpc._generated import a2a_pb2 as pb
+from a2a_hub.server.hub import HostedAgent, Hub
+
+__all__ = ["AGENT_METADATA", "A2AServicer"]
+
+log = logging.getLogger("a2a_hub.server")
+
+#: Metadata key naming the agent when the request's ``tenant`` is empty.
+AGENT_METADATA = "x-a2a-hub-agent"
+_DOMAIN = "a2a-protocol.org"
+_DETAILS_KEY = "grpc-status-details-bin"
+
+Context = grpc.aio.ServicerContext[object, object]
+
+
+class _Call(NamedTuple):
+    agent: HostedAgent
+    caller: Caller
+    requested: frozenset[str]
+
+
+def _metadata(context: Context) -> dict[str, str]:
+    """The call's text metadata (lower-case keys; repeated keys joined with commas)."""
+    found: dict[str, str] = {}
+    for key, value in context.invocation_metadata() or ():
+        if isinstance(value, bytes):
+            continue
+        found[key] = f"{found[key]},{value}" if key in found else value
+    return found
+
+
+async def _abort(context: Context, err: A2AError) -> Never:
+    """End the call with ``err``'s status and its ErrorInfo detail."""
+    code = grpc.StatusCode[err.grpc_status]
+    info = error_details_pb2.ErrorInfo(
+        reason=err.reason, domain=_DOMAIN, metadata=error_info(err)["metadata"]
+    )
+    status = status_pb2.Status(code=code.value[0], message=err.message)
+    status.details.add().Pack(info)
+    await context.abort(code, err.message, ((_DETAILS_KEY, status.SerializeToString()),))
+
+
+async def _abort_internal(context: Context, what: str) -> Never:
+    log.exception("gRPC %s: internal error", what)
+    await _abort(context, InternalError())
+
+
+class A2AServicer:
+    """Answers ``lf.a2a.v1.A2AService`` for every agent of a :class:`Hub`."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+
+    async def _open(self, tenant: str, context: Context) -> _Call:
+        """Choose the agent, check the version, read the requested extensions, know the caller."""
+        metadata = _metadata(context)
+        version = metadata.get("a2a-version", "").strip()
+        if version and version.partition(".")[0] != "1":
+            raise VersionNotSupportedError(
+                f"A2A version {version!r} is not served by the gRPC binding, which speaks 1.0; "
+                "use JSON-RPC for 0.3 and 0.1",
+                data={"requested": version, "supported": "1.0"},
+            )
+        name = tenant or metadata.get(AGENT_METADATA, "").strip()
+        agent = self.hub.agent(name) if name else self.hub.default_agent()
+        requested = parse([metadata.get("a2a-extensions", "")])
+        return _Call(agent, await self._caller(agent, metadata), requested)
+
+    async def _caller(self, agent: HostedAgent, metadata: dict[str, str]) -> Caller:
+        """Who calls: the one place gRPC authentication plugs in (the counterpart of
+        :meth:`a2a_hub.server.caller.CallerMiddleware.identify`).
+
+        ``metadata`` is the call's text metadata (lower-case keys).  Raise an
+        :class:`A2AError` to refuse the call with its gRPC status.  Here: :data:`ANONYMOUS`.
+        """
+        return ANONYMOUS
+
+    @staticmethod
+    async def _echo(context: Context, activated: frozenset[str]) -> None:
+        if activated:
+            await context.send_initial_metadata((("a2a-extensions", ",".join(sorted(activated))),))
+
+    # --- unary ---------------------------------------------------------------------------
+
+    async def SendMessage(
+        self, request: pb.SendMessageRequest, context: Context
+    ) -> pb.SendMessageResponse:
+        """``SendMessage``: a Task once it settles, or the agent's direct Message."""
+        try:
+            call = await self._open(request.tenant, context)
+            params = convert.send_message_request(request)
+            activated = activate(call.agent, call.requested)
+            # its own task, so that the call being cancelled leaves the agent's task running
+            send = asyncio.ensure_future(
+                call.agent.engine.send(params, caller=call.caller, extensions=activated)
+            )
+            send.add_done_callback(_retrieve)
+            result = await asyncio.shield(send)
+            await self._echo(context, activated)
+            return convert.send_message_response(result)
+        except A2AError as err:
+            await _abort(context, err)
+        except Exception:
+            await _abort_internal(context, "SendMessage")
+
+    async def GetTask(self, request: pb.GetTaskRequest, context: Context) -> pb.Task:
+        """``GetTask``: the newest snapshot of a task."""
+        try:
+            call = await self._open(request.tenant, context)
+            params = convert.get_task_request(request)
+            task = await call.agent.engine.get_task(
+                params.id, params.history_length, caller=call.caller
+            )
+            return convert.task_to_pb(task)
+        except A2AError as err:
+            await _abort(context, err)
+        except Exception:
+            await _abort_internal(context, "GetTask")
+
+    async def ListTasks(
+        self, request: pb.ListTasksRequest, context: Context
+    ) -> pb.ListTasksResponse:
+        """``ListTasks``: the agent's tasks, newest first, filtered and paged."""
+        try:
+            call = await self._open(request.tenant, context)
+            page = await call.agent.engine.list_tasks(
+                convert.list_tasks_request(request), caller=call.caller
+            )
+            return convert.list_tasks_response(page)
+        except A2AError as err:
+            await _abort(context, err)
+        except Exception:
+            await _abort_internal(context, "ListTasks")
+
+    async def CancelTask(self, request: pb.CancelTaskRequest, context: Context) -> pb.Task:
+        """``CancelTask``: stop the task and answer its final state."""
+        try:
+            call = await self._open(request.tenant, context)
+            task = await call.agent.engine.cancel_task(request.id, caller=call.caller)
+            return convert.task_to_pb(task)
+        except A2AError as err:
+            await _abort(context, err)
+        except Exception:
+            await _abort_internal(context, "CancelTask")
+
+    async def _refuse(self, tenant: str, context: Context, push: bool) -> Never:
+        """The push-config and extended-card methods: the agent's capability error."""
+        try:
+            agent = (await self._open(tenant, context)).agent
+            raise agent.push_not_supported() if push else agent.no_extended_card()
+        except A2AError as err:
+            await _abort(context, err)
+
+    async def CreateTaskPushNotificationConfig(
+        self, request: pb.TaskPushNotificationConfig, context: Context
+    ) -> pb.TaskPushNotificationConfig:
+        """Refused: no agent here sends push notifications yet."""
+        await self._refuse(request.tenant, context, push=True)
+
+    async def GetTaskPushNotificationConfig(
+        self, request: pb.GetTaskPushNotificationConfigRequest, context: Context
+    ) -> pb.TaskPushNotificationConfig:
+        """Refused: no agent here sends push notifications yet."""
+        await self._refuse(request.tenant, context, push=True)
+
+    async def ListTaskPushNotificationConfigs(
+        self, request: pb.ListTaskPushNotificationConfigsRequest, context: Context
+    ) -> pb.ListTaskPushNotificationConfigsResponse:
+        """Refused: no agent here sends push notifications yet."""
+        await self._refuse(request.tenant, context, push=True)
+
+    async def DeleteTaskPushNotificationConfig(
+        self, request: pb.DeleteTaskPushNotificationConfigRequest, context: Context
+    ) -> object:
+        """Refused: no agent here sends push notifications yet."""
+        await self._refuse(request.tenant, context, push=True)
+
+    async def GetExtendedAgentCard(
+        self, request: pb.GetExtendedAgentCardRequest, context: Context
+    ) -> pb.AgentCard:
+        """Refused: no agent here has an extended card."""
+        await self._refuse(request.tenant, context, push=False)
+
+    # --- streaming -----------------------------------------------------------------------
+
+    async def SendStreamingMessage(
+        self, request: pb.SendMessageRequest, context: Context
+    ) -> AsyncIterator[pb.StreamResponse]:
+        """``SendStreamingMessage``: the events of the turn the message starts."""
+        try:
+            call = await self._open(request.tenant, context)
+            call.agent.require_streaming("SendStreamingMessage")
+            params = convert.send_message_request(request)
+            activated = activate(call.agent, call.requested)
+            stream = await call.agent.engine.send_stream(
+                params, caller=call.caller, extensions=activated
+            )
+        except A2AError as err:
+            await _abort(context, err)
+        except Exception:
+            await _abort_internal(context, "SendStreamingMessage")
+        try:
+            await self._echo(context, activated)
+            async for item in _relay(stream, context):
+                yield item
+        finally:
+            stream.close()
+
+    async def SubscribeToTask(
+        self, request: pb.SubscribeToTaskRequest, context: Context
+    ) -> AsyncIterator[pb.StreamResponse]:
+        """``SubscribeToTask``: a snapshot then live events (a replay with ``last-event-id``)."""
+        try:
+            call = await self._open(request.tenant, context)
+            call.agent.require_streaming("SubscribeToTask")
+            after = check_position(_metadata(context).get("last-event-id"))
+            stream = await call.agent.engine.subscribe(request.id, after, caller=call.caller)
+        except A2AError as err:
+            await _abort(context, err)
+        except Exception:
+            await _abort_internal(context, "SubscribeToTask")
+        async for item in _relay(stream, context):
+            yield item
+
+
+def _retrieve(done: asyncio.Future[Task | Message]) -> None:
+    """Mark a send's outcome as seen when its caller left before it came."""
+    if not done.cancelled():
+        done.exception()
+
+
+async def _relay(stream: TaskStream, context: Context) -> AsyncIterator[pb.StreamResponse]:
+    """The stream's events as protobuf; an error after the start ends the call with it."""
+    try:
+        async for event in stream:
+            if not is_internal(event.event):
+                yield convert.stream_response(event.event)
+    except A2AError as err:
+        await _abort(context, err)
+    except Exception:
+        await _abort_internal(context, f"stream of task {stream.task_id}")
+    finally:
+        stream.close()

@@ -226,3 +226,7 @@ class AgentExecutor(ABC):
 
     async def cancel(self, ctx: RequestContext, updater: TaskUpdater) -> None:  # noqa: B027
         """Called when a client cancels the task while ``execute`` runs (optional)."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what the executor holds (connections); called once, when its hub stops
+        serving it (optional)."""

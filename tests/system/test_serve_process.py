@@ -2,64 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "a2a_hub.cli"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def serve(*args: str, cwd: Path) -> Iterator[str]:
-    port = free_port()
-    # this tree's sources (not whichever a2a_hub the interpreter has installed), and the samples
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
-    proc = subprocess.Popen(
-        [*CLI, "serve", "--port", str(port), *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                out = proc.stdout.read().decode() if proc.stdout else ""
-                raise AssertionError(f"server exited early:\n{out}")
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError("server did not start in 30 s")
-            time.sleep(0.1)
-        yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+from tests.support.processes import CLI, serve
 
 
 def rpc(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +25,7 @@ def rpc(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
 def test_readme_curl_and_restart_on_the_same_sqlite_file(tmp_path: Path) -> None:
     message = {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
     with serve(
-        "--agent", "echo", "--agent", "pizza=sample_agents:PizzaExecutor", cwd=tmp_path
+        "--agent", "echo", "--agent", "pizza=tests.support.agents:PizzaExecutor", cwd=tmp_path
     ) as url:
         card = httpx.get(f"{url}/a2a/echo/.well-known/agent-card.json").json()
         assert card["supportedInterfaces"][0]["url"] == f"{url}/a2a/echo"
@@ -86,7 +35,7 @@ def test_readme_curl_and_restart_on_the_same_sqlite_file(tmp_path: Path) -> None
     # the default store is a SQLite file under ./.a2a-hub/
     assert (tmp_path / ".a2a-hub" / "hub.db").exists()
     with serve(
-        "--agent", "echo", "--agent", "pizza=sample_agents:PizzaExecutor", cwd=tmp_path
+        "--agent", "echo", "--agent", "pizza=tests.support.agents:PizzaExecutor", cwd=tmp_path
     ) as url:
         again = rpc(f"{url}/a2a/echo", "GetTask", {"id": done["id"]})["result"]
         assert again == done

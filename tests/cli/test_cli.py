@@ -14,8 +14,8 @@ import pytest
 
 from a2a_hub import __version__
 from a2a_hub.settings import setting_fields
+from tests.support.processes import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 MODULES = [[sys.executable, "-m", "a2a_hub"], [sys.executable, "-m", "a2a_hub.cli"]]
 
 

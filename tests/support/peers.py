@@ -1,4 +1,4 @@
-"""Executors the tests of the remote kind and the composites run (``peer_agents:Name``)."""
+"""Executors the tests of the remote kind and the composites run (``tests.support.peers:Name``)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Sequence
 
 import msgspec
 import pytest
-from sample_agents import CrashExecutor, LazyExecutor, PizzaExecutor, RuleBreaker, SlowExecutor
 
 from a2a_hub.agents.echo import EchoExecutor
 from a2a_hub.engine import TaskEngine
@@ -31,6 +30,13 @@ from a2a_hub.protocol.types import (
 )
 from a2a_hub.stores.base import StoredTask, TaskEvent, TaskPage, TaskQuery
 from a2a_hub.stores.memory import MemoryStore
+from tests.support.agents import (
+    CrashExecutor,
+    LazyExecutor,
+    PizzaExecutor,
+    RuleBreaker,
+    SlowExecutor,
+)
 
 
 def msg(text: str, *, task_id: str | None = None, context_id: str | None = None) -> Message:
@@ -151,11 +157,10 @@ async def test_unknown_task() -> None:
 
 
 async def test_cancel_reaches_the_running_executor() -> None:
-    SlowExecutor.started = asyncio.Event()
-    SlowExecutor.canceled_calls = 0
-    eng = engine(SlowExecutor())
+    slow = SlowExecutor()
+    eng = engine(slow)
     pending = asyncio.ensure_future(eng.send(req("work")))
-    await asyncio.wait_for(SlowExecutor.started.wait(), 5)
+    await asyncio.wait_for(slow.started.wait(), 5)
     # a running task reaches the store within flush_delay (50 ms by default)
     for _ in range(100):
         listed = await eng.list_tasks(ListTasksRequest())
@@ -166,7 +171,7 @@ async def test_cancel_reaches_the_running_executor() -> None:
     assert listed.tasks[0].status.state is TaskState.WORKING
     canceled = await eng.cancel_task(task_id)
     assert canceled.status.state is TaskState.CANCELED
-    assert SlowExecutor.canceled_calls == 1
+    assert slow.canceled_calls == 1
     answered = await asyncio.wait_for(pending, 5)
     assert isinstance(answered, Task) and answered.status.state is TaskState.CANCELED
     assert (await eng.get_task(task_id)).status.state is TaskState.CANCELED
@@ -334,13 +339,12 @@ async def test_a_caller_sees_only_its_own_tasks_as_if_the_others_did_not_exist()
 
 
 async def test_a_running_task_is_hidden_too_and_keeps_its_owner() -> None:
-    SlowExecutor.started = asyncio.Event()
-    SlowExecutor.canceled_calls = 0
+    slow = SlowExecutor()
     store = OwnerStore()
-    eng = engine(SlowExecutor(), store)
+    eng = engine(slow, store)
     feed = eng.feed()
     pending = asyncio.ensure_future(eng.send(req("work"), caller=ALICE))
-    await asyncio.wait_for(SlowExecutor.started.wait(), 5)
+    await asyncio.wait_for(slow.started.wait(), 5)
     task_id = (await feed.next()).task_id  # type: ignore[union-attr]
     feed.close()
     assert eng.live(task_id) is not None
@@ -352,7 +356,7 @@ async def test_a_running_task_is_hidden_too_and_keeps_its_owner() -> None:
     ):
         with pytest.raises(TaskNotFoundError):
             await probe
-    assert SlowExecutor.canceled_calls == 0 and not pending.done()
+    assert slow.canceled_calls == 0 and not pending.done()
     with pytest.raises(UnsupportedOperationError, match="still working"):
         await eng.send(req("more", task_id=task_id), caller=ALICE)
     canceled = await eng.cancel_task(task_id, caller=ALICE)

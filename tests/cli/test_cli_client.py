@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from test_serve_process import serve
+
+from tests.support.processes import serve
 
 CLI = [sys.executable, "-m", "a2a_hub"]
 
@@ -20,7 +21,7 @@ def hub_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "--agent",
         "echo",
         "--agent",
-        "pizza=sample_agents:PizzaExecutor",
+        "pizza=tests.support.agents:PizzaExecutor",
         "--store",
         "memory://",
         cwd=tmp_path_factory.mktemp("cli"),

@@ -7,7 +7,6 @@ import uuid
 from collections.abc import Sequence
 
 import pytest
-from sample_agents import ChattyExecutor, PizzaExecutor, SlowExecutor
 
 from a2a_hub.agents.echo import EchoExecutor
 from a2a_hub.engine import RequestContext, TaskEngine, TaskUpdater
@@ -27,6 +26,7 @@ from a2a_hub.protocol.types import (
 )
 from a2a_hub.stores.base import LogConflictError, TaskEvent, TaskQuery
 from a2a_hub.stores.memory import MemoryStore
+from tests.support.agents import ChattyExecutor, PizzaExecutor, SlowExecutor
 
 LATER = SendMessageConfiguration(return_immediately=True)
 
@@ -241,11 +241,11 @@ class ConflictingStore(MemoryStore):
 
 
 async def test_an_orphan_failed_meanwhile_is_a_log_conflict_for_its_run() -> None:
-    SlowExecutor.started = asyncio.Event()
+    slow = SlowExecutor()
     store = ConflictingStore()
-    engine = TaskEngine("a", SlowExecutor(), store)
+    engine = TaskEngine("a", slow, store)
     pending = asyncio.ensure_future(engine.send(req("work")))
-    await asyncio.wait_for(SlowExecutor.started.wait(), 5)
+    await asyncio.wait_for(slow.started.wait(), 5)
     for _ in range(200):  # written within flush_delay
         listed = await store.list_tasks("a", TaskQuery())
         if listed.tasks:

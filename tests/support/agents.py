@@ -1,4 +1,4 @@
-"""Executors used by the tests (importable as ``sample_agents:Name`` for the python kind)."""
+"""Executors used by the tests (importable as ``tests.support.agents:Name`` for the python kind)."""
 
 from __future__ import annotations
 
@@ -30,24 +30,25 @@ def _write(path: str, text: str) -> None:
 
 
 class SlowExecutor(AgentExecutor):
-    """Works until canceled; records what happened (and, with ``marker``, leaves a file)."""
+    """Works until canceled; records what happened (and, with ``marker``, leaves a file).
 
-    started: asyncio.Event | None = None
-    canceled_calls = 0
+    ``started`` is set once a task is working; ``canceled_calls`` counts ``cancel`` calls.
+    """
 
     def __init__(self, marker: str = "") -> None:
         self.marker = marker
+        self.started = asyncio.Event()
+        self.canceled_calls = 0
 
     async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         await updater.start()
         await updater.working("thinking")
-        if SlowExecutor.started is not None:
-            SlowExecutor.started.set()
+        self.started.set()
         await asyncio.sleep(60)
         await updater.complete("done")
 
     async def cancel(self, ctx: RequestContext, updater: TaskUpdater) -> None:
-        SlowExecutor.canceled_calls += 1
+        self.canceled_calls += 1
         if self.marker:
             path = os.path.join(self.marker, f"{ctx.task_id}.canceled")
             await asyncio.to_thread(_write, path, str(os.getpid()))

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from kinds_util import ROOT, free_port
-from test_scenario import assert_all_gone, pids
+
+from tests.support.processes import ROOT, assert_all_gone, free_port, pids
 
 pytest.importorskip("mcp")
 

@@ -53,13 +53,13 @@ def _keep_llm_defaults() -> Iterator[None]:
 
 def test_every_documented_variable_is_read() -> None:
     env = {name: text for name, text, _ in DOCUMENTED_ENV}
-    env["A2A_HUB_AGENTS"] = "echo,bot=sample_agents:PizzaExecutor"
+    env["A2A_HUB_AGENTS"] = "echo,bot=tests.support.agents:PizzaExecutor"
     settings = load_settings(env=env)
     for name, _, (section, attr, expected) in DOCUMENTED_ENV:
         assert getattr(getattr(settings, section), attr) == expected, name
     assert [(a.id, a.kind, a.executor) for a in settings.agents] == [
         ("echo", "echo", None),
-        ("bot", "python", "sample_agents:PizzaExecutor"),
+        ("bot", "python", "tests.support.agents:PizzaExecutor"),
     ]
 
 

@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from sample_agents import ChattyExecutor, SlowExecutor
 
 from a2a_hub import AgentSpec, Hub, Settings
 from a2a_hub.protocol.types import (
@@ -20,6 +19,7 @@ from a2a_hub.protocol.types import (
     TaskState,
 )
 from a2a_hub.stores.memory import MemoryStore
+from tests.support.agents import ChattyExecutor, SlowExecutor
 
 
 def hub(store: MemoryStore, *, orphan_timeout: float = 30.0) -> Hub:
@@ -68,24 +68,25 @@ async def test_send_on_a_follow_and_list_on_b(pair: tuple[Hub, Hub]) -> None:
 
 async def test_cancel_on_b_reaches_the_executor_on_a(pair: tuple[Hub, Hub]) -> None:
     a, b = pair
-    SlowExecutor.started = asyncio.Event()
-    SlowExecutor.canceled_calls = 0
+    slow = a.agents["slow"].executor
+    assert isinstance(slow, SlowExecutor)
     task = await a.agents["slow"].engine.send(later("work"))
     assert isinstance(task, Task)
-    await asyncio.wait_for(SlowExecutor.started.wait(), 5)
+    await asyncio.wait_for(slow.started.wait(), 5)
     await asyncio.sleep(0.1)  # the working state is flushed, with its lease
     canceled = await b.agents["slow"].engine.cancel_task(task.id)
     assert canceled.status.state is TaskState.CANCELED
-    assert SlowExecutor.canceled_calls == 1
+    assert slow.canceled_calls == 1
     assert a.agents["slow"].engine.live(task.id) is None
 
 
 async def test_a_dead_instance_s_tasks_are_failed_by_another(pair: tuple[Hub, Hub]) -> None:
     a, b = pair
-    SlowExecutor.started = asyncio.Event()
+    slow = a.agents["slow"].executor
+    assert isinstance(slow, SlowExecutor)
     task = await a.agents["slow"].engine.send(later("work"))
     assert isinstance(task, Task)
-    await asyncio.wait_for(SlowExecutor.started.wait(), 5)
+    await asyncio.wait_for(slow.started.wait(), 5)
     await asyncio.sleep(0.1)
     # "kill" a: its loops stop, so its leases are not renewed any more
     for loop in a.cluster._loops:

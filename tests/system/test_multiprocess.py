@@ -21,10 +21,11 @@ from typing import Any
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.processes import ROOT
+
 IN_CI = os.environ.get("CI", "").lower() == "true"
 REDIS = "redis://127.0.0.1:6379/0"
-POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+POSTGRES = os.environ.get("A2A_HUB_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 V10 = {"A2A-Version": "1.0"}
 
 
@@ -74,7 +75,7 @@ class Instance:
             args += ["--agent", agent]
         env = {
             **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")]),
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
         }
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
@@ -172,8 +173,8 @@ def pair(store_url: str, tmp_path: Path) -> Iterator[tuple[Instance, Instance, d
     tag = uuid.uuid4().hex[:6]
     names = {"slow": f"slow-{tag}", "chatty": f"chatty-{tag}"}
     agents = [
-        f"{names['slow']}=sample_agents:SlowExecutor?marker={tmp_path}",
-        f"{names['chatty']}=sample_agents:ChattyExecutor?chunks=300&pause_every=2",
+        f"{names['slow']}=tests.support.agents:SlowExecutor?marker={tmp_path}",
+        f"{names['chatty']}=tests.support.agents:ChattyExecutor?chunks=300&pause_every=2",
     ]
     a = Instance(tmp_path, store_url, agents)
     try:

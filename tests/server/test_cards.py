@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import httpx
-from conftest import make_hub
 
 from a2a_hub import create_app
+from tests.support.hub import make_hub
 
 
 async def test_card_lists_three_interfaces(client: httpx.AsyncClient) -> None:

@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.processes import alive, assert_all_gone, pids
+
 CLI = [sys.executable, "-m", "a2a_hub"]
 ROLES = ("pro_debater", "con_debater")
 
@@ -119,29 +121,6 @@ def run(
         text=True,
         timeout=timeout,
     )
-
-
-def pids(tmp: Path) -> dict[str, int]:
-    return json.loads((tmp / "run" / "processes.json").read_text())  # type: ignore[no-any-return]
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for its parent to reap it counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def assert_all_gone(found: dict[str, int]) -> None:
-    assert found, "the runner recorded its processes"
-    for role, pid in found.items():
-        assert not alive(pid), f"{role} (pid {pid}) is still running"
 
 
 @pytest.fixture

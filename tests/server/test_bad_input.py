@@ -7,9 +7,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import make_hub
 
 from a2a_hub import Hub, create_app
+from tests.support.hub import make_hub
 
 V10 = {"A2A-Version": "1.0"}
 GOOD = {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}

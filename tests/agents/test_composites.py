@@ -8,9 +8,6 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from conftest import LiveServer, make_hub
-from kinds_util import hub_process
-from peer_agents import Failing, Finisher, Interviewer, Marker
 
 from a2a_hub import Hub
 from a2a_hub.agents.composite import MEMO
@@ -27,6 +24,9 @@ from a2a_hub.protocol.types import (
     TaskState,
 )
 from a2a_hub.settings import AgentSpec, SettingsError
+from tests.support.hub import LiveServer, make_hub
+from tests.support.peers import Failing, Finisher, Interviewer, Marker
+from tests.support.processes import hub_process
 
 
 def req(
@@ -318,7 +318,9 @@ def test_bad_composite_options_are_refused_clearly() -> None:
 
 @pytest.fixture(scope="module")
 def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with hub_process("interview=peer_agents:Interviewer", cwd=tmp_path_factory.mktemp("r")) as url:
+    with hub_process(
+        "interview=tests.support.peers:Interviewer", cwd=tmp_path_factory.mktemp("r")
+    ) as url:
         yield url
 
 

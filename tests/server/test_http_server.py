@@ -10,8 +10,6 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import make_hub
-from sse_client import frames
 from starlette.middleware import Middleware
 from starlette.types import Scope
 
@@ -20,6 +18,8 @@ from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.protocol.errors import A2AError
 from a2a_hub.server.caller import CallerMiddleware
 from a2a_hub.stores.memory import MemoryStore
+from tests.support.hub import make_hub
+from tests.support.sse import frames
 
 V10 = {"A2A-Version": "1.0"}
 

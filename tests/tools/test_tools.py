@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LiveServer
-from kinds_util import TESTS, mcp_http_server
 
 from a2a_hub import Hub
 from a2a_hub.client import A2AClient
@@ -18,6 +16,8 @@ from a2a_hub.engine.executor import text_of
 from a2a_hub.protocol.types import Role, Task, TaskState
 from a2a_hub.settings import AgentSpec, MCPServerSpec, Settings, SettingsError, load_settings
 from a2a_hub.stores.memory import MemoryStore
+from tests.support.hub import LiveServer
+from tests.support.processes import MCP_TOOLS_SERVER, mcp_http_server
 
 pytest.importorskip("mcp")
 
@@ -25,7 +25,7 @@ STDIO = MCPServerSpec(
     name="calc",
     transport="stdio",
     command=sys.executable,
-    args=[str(TESTS / "mcp_tools_server.py")],
+    args=[str(MCP_TOOLS_SERVER)],
 )
 ASK = 'Please add {"a": 2, "b": 3} and shout {"text": "hello"}.'
 

@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LiveServer, make_hub
-from kinds_util import hub_process
 
 from a2a_hub.agents.remote import MEMO
 from a2a_hub.client import A2AClient, Conversation
@@ -21,6 +19,8 @@ from a2a_hub.protocol.types import (
     Task,
     TaskState,
 )
+from tests.support.hub import LiveServer, make_hub
+from tests.support.processes import hub_process
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +34,10 @@ def remote(remote_dir: Path) -> Iterator[str]:
     marker = remote_dir / "marks"
     marker.mkdir()
     with hub_process(
-        "interview=peer_agents:Interviewer",
-        f"slow=peer_agents:Marker?marker={marker}",
-        "failing=peer_agents:Failing",
-        "chatty=sample_agents:ChattyExecutor?chunks=20&pause_every=1",
+        "interview=tests.support.peers:Interviewer",
+        f"slow=tests.support.peers:Marker?marker={marker}",
+        "failing=tests.support.peers:Failing",
+        "chatty=tests.support.agents:ChattyExecutor?chunks=20&pause_every=1",
         cwd=remote_dir,
     ) as url:
         yield url

@@ -10,9 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import LiveServer, make_hub
-from sample_agents import ChattyExecutor, PizzaExecutor, SilentEcho, SlowExecutor
-from sse_client import Frame, frames, rpc_body, user_message
+
+from tests.support.agents import ChattyExecutor, PizzaExecutor, SilentEcho, SlowExecutor
+from tests.support.hub import LiveServer, make_hub
+from tests.support.sse import Frame, frames, rpc_body, user_message
 
 V10 = {"A2A-Version": "1.0"}
 

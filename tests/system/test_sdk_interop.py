@@ -25,7 +25,8 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
-from conftest import LiveServer
+
+from tests.support.hub import LiveServer
 
 TRANSPORTS = ["jsonrpc-1.0", "rest-1.0", "jsonrpc-0.3"]
 

@@ -7,9 +7,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from conftest import LiveServer, make_hub
-from sample_agents import ChattyExecutor, PizzaExecutor, SlowExecutor
-from sdk_server import SdkServer
 
 from a2a_hub import create_app
 from a2a_hub.client import A2AClient, Conversation, RetryPolicy, StreamLostError
@@ -20,6 +17,9 @@ from a2a_hub.protocol.types import (
     Task,
     TaskState,
 )
+from tests.support.agents import ChattyExecutor, PizzaExecutor, SlowExecutor
+from tests.support.hub import LiveServer, make_hub
+from tests.support.sdk_server import SdkServer
 
 OURS = ["jsonrpc-1.0", "rest-1.0", "jsonrpc-0.3", "jsonrpc-0.1"]
 FAST = RetryPolicy(initial=0.01, max_delay=0.05)

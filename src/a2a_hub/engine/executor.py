@@ -25,6 +25,8 @@ fails the task with a message saying which rule):
 * ``cancel`` is called when a client cancels the task while ``execute`` runs;
   the engine then cancels ``execute`` (asyncio cancellation) and marks the task
   ``canceled``.  Override ``cancel`` to stop work that asyncio cannot reach.
+* ``close`` is called once when the hub stops serving the executor (the hub closes,
+  or the agent is removed and its last task has ended): release connections there.
 """
 
 from __future__ import annotations

@@ -357,7 +357,7 @@ def test_postgres_connections_terminated_during_traffic(tmp_path: Path) -> None:
                     conn = await asyncpg.connect(POSTGRES)
                     await conn.execute(
                         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                        "WHERE datname = 'test' AND pid <> pg_backend_pid()"
+                        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
                     )
                     await conn.close()
 

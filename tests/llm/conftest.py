@@ -1,4 +1,5 @@
-"""Registers the ``embedded`` marker used by the real-model tests; restores the LLM defaults."""
+"""Restores the process-wide LLM defaults after each test (the ``embedded`` marker of the
+real-model tests is registered in pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,6 @@ from collections.abc import Iterator
 import pytest
 
 from a2a_hub.llm import default_settings, set_default_settings
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "embedded: loads the real SmolLM2 model with xllamacpp (skipped when not installed); "
-        "deselect with -m 'not embedded'",
-    )
 
 
 @pytest.fixture(autouse=True)

@@ -39,8 +39,7 @@ from a2a_hub.stores import (
     TaskQuery,
     open_store,
 )
-
-from .conftest import Backend, StoreHarness
+from tests.support.stores import Backend, StoreHarness
 
 # --- builders --------------------------------------------------------------------------
 

@@ -12,8 +12,8 @@ import asyncio
 from a2a_hub.protocol.types import StreamResponse, TaskState
 from a2a_hub.stores import Store, TaskEvent
 from a2a_hub.stores.coordinator import Coordinator, Signal
+from tests.support.stores import StoreHarness
 
-from .conftest import StoreHarness
 from .test_contract import make_task, status_event
 
 

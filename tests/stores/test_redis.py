@@ -1,6 +1,6 @@
 """Redis-only behaviour: TTLs, key prefixes, URL options, expiry of indexes, ties.
 
-The store contract itself runs against Redis through ``conftest.BACKENDS``.
+The store contract itself runs against Redis through ``tests.support.stores.BACKENDS``.
 These tests need a Redis server (``A2A_HUB_TEST_REDIS_URL``, default
 ``redis://127.0.0.1:6379/0``); without it they skip, or fail when ``CI=true``.
 """
@@ -17,8 +17,8 @@ import pytest
 from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
 from a2a_hub.protocol.types import TaskState
 from a2a_hub.stores import LogConflictError, StoredTask, TaskQuery, open_store
+from tests.support.stores import IN_CI, redis_test_url
 
-from .conftest import IN_CI, redis_test_url
 from .test_contract import make_task, push_config, snapshot_event, status_event, with_state
 
 try:

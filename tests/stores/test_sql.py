@@ -35,8 +35,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from a2a_hub.protocol.types import TaskState
 from a2a_hub.stores import LogConflictError, StoredTask, TaskQuery
 from a2a_hub.stores.sql import SCHEMA_VERSION, SqlStore
+from tests.support.stores import IN_CI, POSTGRES_URL
 
-from .conftest import IN_CI, POSTGRES_URL
 from .test_contract import make_task, snapshot_event, status_event, with_state
 
 # --- the schema as version 2 wrote it ---------------------------------------------------

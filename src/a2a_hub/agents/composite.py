@@ -151,6 +151,12 @@ class CompositeExecutor(AgentExecutor):
         names = ", ".join(c.name for c in self.children)
         self.description = f"A {self.kind} composite of {names}."
 
+    async def close(self) -> None:
+        """Close the connections to the remote children."""
+        remotes, self._remotes = list(self._remotes.values()), {}
+        for remote in remotes:
+            await remote.close()
+
     # --- children --------------------------------------------------------------------
 
     def peer(self, child: ChildSpec, ctx: RequestContext) -> Peer:

@@ -193,6 +193,10 @@ class RemoteExecutor(AgentExecutor):
         if remote is not None:
             await self.peer.cancel(remote)
 
+    async def close(self) -> None:
+        """Close the connection to the remote agent."""
+        await self.peer.close()
+
     async def cancel(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         """Cancel the remote task of the turn that is running."""
         self._canceling.add(ctx.task_id)

@@ -25,6 +25,8 @@ fails the task with a message saying which rule):
 * ``cancel`` is called when a client cancels the task while ``execute`` runs;
   the engine then cancels ``execute`` (asyncio cancellation) and marks the task
   ``canceled``.  Override ``cancel`` to stop work that asyncio cannot reach.
+* ``close`` is called once when the hub stops serving the executor (the hub closes,
+  or the agent is removed and its last task has ended): release connections there.
 """
 
 from __future__ import annotations
@@ -232,3 +234,7 @@ class AgentExecutor(ABC):
 
     async def cancel(self, ctx: RequestContext, updater: TaskUpdater) -> None:  # noqa: B027
         """Called when a client cancels the task while ``execute`` runs (optional)."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what the executor holds (connections); called once, when its hub stops
+        serving it (optional)."""

@@ -261,6 +261,7 @@ class Hub:
 
     async def _close_engine(self, engine: TaskEngine) -> None:
         await engine.close()
+        await engine.executor.close()
         self._leave_cluster(engine)
 
     def _leave_cluster(self, engine: TaskEngine) -> None:
@@ -297,8 +298,10 @@ class Hub:
             with contextlib.suppress(asyncio.CancelledError):
                 await drain
             await engine.close()
+            await engine.executor.close()
         for agent in self.agents.values():
             await agent.engine.close()
+            await agent.engine.executor.close()
         await close_mcp_sessions()
         await self.cluster.close()
         await self.store.close()

@@ -1,0 +1,133 @@
+"""Executors used by the tests (importable as ``tests.support.agents:Name`` for the python kind)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from a2a_hub import AgentExecutor, RequestContext, TaskUpdater
+
+
+class PizzaExecutor(AgentExecutor):
+    """Seed 002's pizza order: asks which kind, then completes with the whole history."""
+
+    name = "Pizza"
+    description = "Takes a pizza order in two turns."
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        if ctx.task is None:
+            await updater.require_input("What kind of pizza?")
+            return
+        said = [m.parts[0].text for m in ctx.history if m.parts and m.parts[0].text]
+        await updater.artifact(f"order: {ctx.text}", name="order")
+        await updater.complete(f"Ordered {ctx.text} after {len(said)} messages: {' | '.join(said)}")
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class SlowExecutor(AgentExecutor):
+    """Works until canceled; records what happened (and, with ``marker``, leaves a file).
+
+    ``started`` is set once a task is working; ``canceled_calls`` counts ``cancel`` calls.
+    """
+
+    def __init__(self, marker: str = "") -> None:
+        self.marker = marker
+        self.started = asyncio.Event()
+        self.canceled_calls = 0
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        await updater.working("thinking")
+        self.started.set()
+        await asyncio.sleep(60)
+        await updater.complete("done")
+
+    async def cancel(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        self.canceled_calls += 1
+        if self.marker:
+            path = os.path.join(self.marker, f"{ctx.task_id}.canceled")
+            await asyncio.to_thread(_write, path, str(os.getpid()))
+
+
+class CrashExecutor(AgentExecutor):
+    """Raises in the middle of a task."""
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        raise RuntimeError("the model exploded")
+
+
+class RejectExecutor(AgentExecutor):
+    """Rejects every task."""
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.reject("not today")
+
+
+class LazyExecutor(AgentExecutor):
+    """Returns without answering at all."""
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        return None
+
+
+class RuleBreaker(AgentExecutor):
+    """Keeps writing after completing."""
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.complete("done")
+        await updater.working("still here")
+
+
+class ChattyExecutor(AgentExecutor):
+    """Streams ``chunks`` chunks of ``size`` bytes into one artifact, then completes.
+
+    With the task snapshot, ``working`` and ``completed`` a run has ``chunks + 3`` events.
+    """
+
+    def __init__(
+        self, chunks: int = 997, size: int = 8, pause_every: int = 25, delay: float = 0.0
+    ) -> None:
+        self.chunks = int(chunks)
+        self.size = int(size)
+        self.pause_every = int(pause_every)
+        self.delay = float(delay)
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        await asyncio.sleep(self.delay)
+        for i in range(self.chunks):
+            text = f"{i:06d}".ljust(self.size, ".")
+            await updater.artifact(
+                text, artifact_id="out", name="out", append=i > 0, last_chunk=i == self.chunks - 1
+            )
+            if self.pause_every and i % self.pause_every == 0:
+                await asyncio.sleep(0.002 if self.pause_every > 1 else 0)
+        await updater.complete()
+
+
+class SilentEcho(AgentExecutor):
+    """An agent whose card says it does not stream."""
+
+    streaming = False
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.reply(ctx.text)
+
+
+class ExtensionAware(AgentExecutor):
+    """Declares two extensions and answers with the ones the request activated."""
+
+    name = "Extensions"
+    extensions = [
+        {"uri": "https://example.com/ext/shout/v1", "description": "Answers in capitals"},
+        {"uri": "https://example.com/ext/trace/v1", "params": {"level": 2}},
+    ]
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.reply("active: " + (",".join(sorted(ctx.extensions)) or "none"))

@@ -1,0 +1,66 @@
+"""An in-process hub over a memory store, and a real uvicorn server of one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2a_hub import AgentExecutor, AgentSpec, Hub, Settings, create_app
+from a2a_hub.stores.memory import MemoryStore
+
+
+def make_hub(
+    agents: dict[str, AgentExecutor | str] | None = None,
+    *,
+    default_agent: str | None = None,
+    **settings: Any,
+) -> Hub:
+    """A hub over a memory store; values are executors or built-in kinds ('echo').
+
+    ``settings`` are flat keys (``max_body_bytes=2048``, ``sse_heartbeat=0.3``).
+    """
+    agents = agents if agents is not None else {"echo": "echo"}
+    specs, executors = [], {}
+    for agent_id, what in agents.items():
+        if isinstance(what, str):
+            kind, _, query = what.partition("?")
+            options = dict(p.split("=", 1) for p in query.split("&") if p)
+            specs.append(AgentSpec(id=agent_id, kind=kind, options=options))
+        else:
+            specs.append(AgentSpec(id=agent_id, kind="python", executor="x:y"))
+            executors[agent_id] = what
+    config = Settings.from_flat(
+        agents=specs, default_agent=default_agent, store="memory://", **settings
+    )
+    return Hub(config, store=MemoryStore(), executors=executors)
+
+
+class LiveServer:
+    """A real uvicorn server of a hub on a loopback socket, in the test's event loop."""
+
+    def __init__(self, hub: Hub) -> None:
+        import socket
+
+        import uvicorn
+
+        self.hub = hub
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(create_app(hub), log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+
+    async def __aenter__(self) -> LiveServer:
+        import asyncio
+
+        self._task = asyncio.ensure_future(self.server.serve(sockets=[self.sock]))
+        while not self.server.started:
+            if self._task.done():
+                self._task.result()
+            await asyncio.sleep(0.01)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        await self._task
+        self.sock.close()

@@ -1,0 +1,111 @@
+"""Backends of the store contract suite (its fixtures are in ``tests/stores/conftest.py``).
+
+Every test that takes the ``store`` fixture runs once per entry of
+:data:`BACKENDS`.  A new backend (Redis, say) joins the suite by adding one
+:class:`Backend` line.  Backends that need a server are skipped with the reason
+when it (or its driver) is missing, except when ``CI=true``: then they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from a2a_hub.stores import Store, TaskQuery, open_store
+
+POSTGRES_URL = os.environ.get(
+    "A2A_HUB_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("A2A_HUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+IN_CI = os.environ.get("CI", "").strip().lower() == "true"
+
+
+def redis_test_url(**options: object) -> str:
+    """:data:`REDIS_URL` with a fresh random key prefix (and more store options)."""
+    query = "&".join(f"{k}={v}" for k, v in {"prefix": _random_prefix(), **options}.items())
+    return f"{REDIS_URL}{'&' if '?' in REDIS_URL else '?'}{query}"
+
+
+def _random_prefix() -> str:
+    return f"a2a-test-{uuid.uuid4().hex[:12]}"
+
+
+async def purge_redis(url: str) -> None:
+    """Delete every key under the prefix of ``url`` (whatever the test left behind)."""
+    from a2a_hub.stores.redis import RedisStore
+
+    store = RedisStore(url)
+    await store.open()
+    try:
+        await store.purge()
+    finally:
+        await store.close()
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One store backend under test."""
+
+    name: str
+    url: Callable[[Path], str]  # the store URL, given the test's tmp_path
+    durable: bool  # data survives closing the store and opening it again
+    shared: bool  # a server shared between tests (clean up what a test wrote)
+    enforces_seq: bool = True  # rejects events that do not continue the log
+    # Deletes everything stored under the test's URL, after the test (pass or fail).
+    purge: Callable[[str], Awaitable[None]] | None = None
+
+
+BACKENDS = [
+    Backend("memory", lambda tmp: "memory://", durable=False, shared=False),
+    Backend("sqlite", lambda tmp: f"sqlite:///{tmp}/data/hub.db", durable=True, shared=False),
+    Backend("postgresql", lambda tmp: POSTGRES_URL, durable=True, shared=True),
+    # A random key prefix per test, every key of it deleted afterwards.
+    Backend("redis", lambda tmp: redis_test_url(), durable=True, shared=True, purge=purge_redis),
+]
+
+# Why a backend could not be used, so that later tests skip at once.
+unavailable: dict[str, str] = {}
+
+
+class StoreHarness:
+    """Opens stores of one backend at one URL, and closes and cleans up after the test."""
+
+    def __init__(self, backend: Backend, url: str) -> None:
+        self.backend = backend
+        self.url = url
+        self.agent_ids: list[str] = []
+        self._opened: list[Store] = []
+        self.store: Store  # the first store, opened by the ``harness`` fixture
+
+    def new_agent_id(self) -> str:
+        """A fresh agent id: tests on a shared server never see each other's tasks."""
+        agent_id = f"agent-{uuid.uuid4().hex}"
+        self.agent_ids.append(agent_id)
+        return agent_id
+
+    async def open(self) -> Store:
+        """A new, opened store on this backend's URL."""
+        store = open_store(self.url)
+        await store.open()
+        self._opened.append(store)
+        return store
+
+    async def cleanup(self) -> None:
+        """Delete every task the test wrote (on a shared server)."""
+        if not self.backend.shared or not self.agent_ids:
+            return
+        store = await self.open()
+        for agent_id in self.agent_ids:
+            while tasks := (await store.list_tasks(agent_id, TaskQuery(page_size=500))).tasks:
+                for task in tasks:
+                    await store.delete_task(agent_id, task.id)
+
+    async def aclose(self) -> None:
+        """Close every store this harness opened, then purge what the test stored."""
+        for store in self._opened:
+            await store.close()
+        if self.backend.purge is not None and self._opened:
+            await self.backend.purge(self.url)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_cli_startup import MODULE, env, free_port, say, serving
 
 from a2a_hub.settings.reference import markdown_table
+from tests.support.cli import MODULE, env, free_port, say, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -159,4 +159,6 @@ def test_embedding_the_hub_in_another_asgi_app(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
     assert (tmp_path / "data" / "hub.db").exists()

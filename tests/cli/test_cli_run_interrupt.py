@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from test_cli_startup import env, free_port
+
+from tests.support.cli import env, free_port
 
 
 def agent_cmd(port: int, exit_after: float) -> str:

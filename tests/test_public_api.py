@@ -144,15 +144,6 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "a2a_hub.stores.redis": ["RedisKeys", "RedisOptions", "RedisStore"],
     "a2a_hub.stores.sql": ["EVENTS_CHANNEL", "SCHEMA_VERSION", "SqlStore"],
-    "a2a_hub.server.grpc": ["A2AServicer", "AGENT_METADATA", "GrpcServer"],
-    "a2a_hub.tools": [
-        "EXIT_TOOL",
-        "ExitTool",
-        "Tool",
-        "ToolResult",
-        "tool_call_data",
-        "tool_response_data",
-    ],
 }
 
 

@@ -64,6 +64,11 @@ def serve(
     for agent_id in hub.agents:
         where = escape(f"{base}/a2a/{agent_id}")
         say(f"  {where}  (card: {where}/.well-known/agent-card.json)")
+    if hub.open:
+        say("  open hub: no authentication, anyone may call every agent (README: Authentication)")
+    else:
+        locked = ", ".join(a for a in hub.agents if hub.requires_key(a))
+        say(f"  API keys required by: {escape(locked)}")
     if hub.default_agent_id:
         say(f"  default agent at {base}/ : {escape(hub.default_agent_id)}")
     if server.workers > 1:

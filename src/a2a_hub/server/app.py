@@ -31,7 +31,7 @@ from starlette.routing import BaseRoute, Match, Mount, Route, compile_path
 from starlette.types import Scope
 
 from a2a_hub.server import rest
-from a2a_hub.server.caller import CallerMiddleware
+from a2a_hub.server.auth import ApiKeyMiddleware
 from a2a_hub.server.cards import agent_card, legacy_agent_card
 from a2a_hub.server.errors import JSON
 from a2a_hub.server.http import base_url, hub_of
@@ -213,12 +213,13 @@ def create_app(hub: Hub, *, agent_middleware: Sequence[Middleware] | None = None
     """Build the Starlette app serving ``hub`` (opens and closes the store in its lifespan).
 
     ``agent_middleware`` is the middleware list of every agent route (both mounts);
-    by default ``[Middleware(CallerMiddleware)]``.  It must put the request's
-    caller in ``scope["state"]["caller"]``: give a subclass of
-    :class:`CallerMiddleware` (see :mod:`a2a_hub.server.caller`) to authenticate.
+    by default ``[Middleware(ApiKeyMiddleware)]`` (API keys, see :mod:`a2a_hub.server.auth`;
+    every request is anonymous on an open hub).  It must put the request's caller in
+    ``scope["state"]["caller"]``: give a subclass of :class:`CallerMiddleware` (see
+    :mod:`a2a_hub.server.caller`) to authenticate otherwise.
     """
     middleware = (
-        list(agent_middleware) if agent_middleware is not None else [Middleware(CallerMiddleware)]
+        list(agent_middleware) if agent_middleware is not None else [Middleware(ApiKeyMiddleware)]
     )
     routes: list[BaseRoute] = [
         Route("/healthz", healthz, methods=["GET"]),

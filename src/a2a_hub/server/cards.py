@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import msgspec
 from starlette.requests import Request
@@ -14,6 +15,11 @@ from a2a_hub.protocol.types import (
     AgentCard,
     AgentInterface,
     AgentSkill,
+    APIKeySecurityScheme,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
 )
 from a2a_hub.server.errors import JSON, guarded
 from a2a_hub.server.http import agent_of, base_url, hub_of
@@ -69,6 +75,45 @@ def build_card(agent: HostedAgent, base_url: str) -> AgentCard:
     )
 
 
+#: The security schemes of an agent requiring API keys: the key in ``X-API-Key``, or
+#: the same key as a bearer token (either satisfies the card's requirements).
+_SCHEMES_10 = {
+    "apiKey": SecurityScheme(
+        api_key_security_scheme=APIKeySecurityScheme(
+            location="header", name="X-API-Key", description="An a2a-hub API key (a2ah_...)"
+        )
+    ),
+    "bearer": SecurityScheme(
+        http_auth_security_scheme=HTTPAuthSecurityScheme(
+            scheme="Bearer", description="An a2a-hub API key (a2ah_...) as a bearer token"
+        )
+    ),
+}
+_SCHEMES_03: dict[str, dict[str, Any]] = {
+    "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+    "bearer": {"type": "http", "scheme": "bearer"},
+}
+
+
+def secure_card(card: AgentCard) -> dict[str, Any]:
+    """The card as JSON-ready builtins, listing the API-key schemes for 1.0 and 0.3 clients.
+
+    1.0: ``securitySchemes`` (``apiKeySecurityScheme``, ``httpAuthSecurityScheme``) and
+    ``securityRequirements``; 0.3: the same ``securitySchemes`` entries also carry the
+    OpenAPI-style ``type``/``in``/``name``/``scheme`` fields, and ``security`` lists the
+    alternatives (each reader ignores the other's fields).
+    """
+    card.security_schemes = dict(_SCHEMES_10)
+    card.security_requirements = [
+        SecurityRequirement(schemes={name: StringList()}) for name in _SCHEMES_10
+    ]
+    body: dict[str, Any] = msgspec.to_builtins(card)
+    for name, extra in _SCHEMES_03.items():
+        body["securitySchemes"][name].update(extra)
+    body["security"] = [{name: []} for name in _SCHEMES_03]
+    return body
+
+
 def _etag(body: bytes) -> str:
     return 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
 
@@ -80,22 +125,29 @@ def _remember(agent: HostedAgent, key: str, body: bytes) -> tuple[bytes, str]:
     return entry
 
 
-def card_bytes(agent: HostedAgent, base_url: str) -> tuple[bytes, str]:
-    """Encoded 1.0 card and its ETag, cached per base URL."""
-    key = "1.0 " + base_url
+def card_bytes(agent: HostedAgent, base_url: str, secured: bool = False) -> tuple[bytes, str]:
+    """Encoded 1.0 card and its ETag, cached per base URL; ``secured``: the agent requires
+    API keys (the card lists the schemes, see :func:`secure_card`)."""
+    key = f"1.0 {secured:d} {base_url}"
     cached = agent.cards.get(key)
     if cached is None:
-        body = _enc.encode(build_card(agent, base_url))
+        card = build_card(agent, base_url)
+        body = _enc.encode(secure_card(card) if secured else card)
         cached = _remember(agent, key, body)
     return cached
 
 
-def legacy_card_bytes(agent: HostedAgent, base_url: str) -> tuple[bytes, str]:
+def legacy_card_bytes(
+    agent: HostedAgent, base_url: str, secured: bool = False
+) -> tuple[bytes, str]:
     """Encoded 0.1 card (``/.well-known/agent.json``) and its ETag."""
-    key = "0.1 " + base_url
+    key = f"0.1 {secured:d} {base_url}"
     cached = agent.cards.get(key)
     if cached is None:
-        body = _enc.encode(v01.encode_card(build_card(agent, base_url), base_url))
+        card = build_card(agent, base_url)
+        if secured:
+            secure_card(card)
+        body = _enc.encode(v01.encode_card(card, base_url))
         cached = _remember(agent, key, body)
     return cached
 
@@ -105,7 +157,10 @@ async def _serve(request: Request, legacy: bool) -> Response:
     agent = agent_of(request, hub)
     aliased = "agent_id" not in request.scope["path_params"]  # the root alias: the root's URL
     url = base_url(request, hub, None if aliased else agent)
-    body, etag = legacy_card_bytes(agent, url) if legacy else card_bytes(agent, url)
+    secured = hub.requires_key(agent.id)
+    body, etag = (
+        legacy_card_bytes(agent, url, secured) if legacy else card_bytes(agent, url, secured)
+    )
     headers = {"ETag": etag, "Cache-Control": CARD_CACHE_CONTROL}
     if etag in request.headers.get("if-none-match", ""):
         return Response(status_code=304, headers=headers)

@@ -29,7 +29,9 @@ from a2a_hub.protocol.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from a2a_hub.settings import AgentSpec, Settings
+from a2a_hub.registry import Registry, registry_url
+from a2a_hub.server.auth import Authenticator
+from a2a_hub.settings import AgentSpec, Settings, SettingsError
 from a2a_hub.stores import open_store
 from a2a_hub.stores.base import Store
 
@@ -110,6 +112,19 @@ class Hub:
         self.agents: dict[str, HostedAgent] = {}
         #: Engines of removed agents whose running tasks have not ended yet.
         self._retiring: dict[asyncio.Task[None], TaskEngine] = {}
+        #: The registry (API keys, agents), when authentication is configured: an agent
+        #: with ``auth = "api-key"``, ``auth.require_keys`` or an ``auth.registry`` URL.
+        self.registry: Registry | None = None
+        self.authenticator: Authenticator | None = None
+        auth = settings.auth
+        if auth.registry or auth.require_keys or any(s.auth for s in settings.agents):
+            url = registry_url(auth.registry, settings.store.url)
+            self.registry = Registry(url, secret=auth.secret)
+            self.authenticator = Authenticator(self.registry, cache_seconds=auth.cache_seconds)
+        self._agents_version = -1
+        self._sync_task: asyncio.Task[None] | None = None
+        #: How often (seconds) the registry's agent version is polled.
+        self.sync_interval = 0.5
         for spec in settings.agents:
             self.add(spec, executors.get(spec.id))
 
@@ -148,6 +163,20 @@ class Hub:
         raise AgentNotFoundError(
             "No default agent: this hub hosts several agents; use /a2a/{agent_id} "
             f"(agents: {self._known()}) or start it with --default-agent"
+        )
+
+    def requires_key(self, agent_id: str | None) -> bool:
+        """Whether requests to that agent need an API key."""
+        if self.settings.auth.require_keys:
+            return True
+        agent = self.agents.get(agent_id) if agent_id is not None else None
+        return agent is not None and agent.spec.auth == "api-key"
+
+    @property
+    def open(self) -> bool:
+        """True when no agent requires an API key (anyone may call anything)."""
+        return not self.settings.auth.require_keys and not any(
+            a.spec.auth for a in self.agents.values()
         )
 
     def _known(self) -> str:
@@ -224,12 +253,57 @@ class Hub:
     # --- life -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Open the store and join the cluster of instances sharing it."""
+        """Open the store and join the cluster of instances sharing it; with a registry,
+        register the configured agents, host the registered ones and follow its changes."""
         await self.store.open()
         await self.cluster.start()
+        if self.registry is not None:
+            await self.registry.open()
+            for agent in list(self.agents.values()):
+                await self.registry.put_agent(agent.spec)
+            await self.sync_agents()
+            self._sync_task = asyncio.ensure_future(self._follow_registry())
+
+    async def sync_agents(self) -> bool:
+        """Host the registry's agents as they are now (added, changed, removed); True if
+        its agent version moved since the last call."""
+        registry = self.registry
+        if registry is None:
+            return False
+        version = await registry.agents_version()
+        if version == self._agents_version:
+            return False
+        self._agents_version = version
+        wanted = {spec.id: spec for spec in await registry.list_agents()}
+        for agent_id, spec in wanted.items():
+            hosted = self.agents.get(agent_id)
+            if hosted is not None and hosted.spec == spec:
+                continue
+            try:
+                self.add(spec)
+            except (SettingsError, ValueError, ImportError) as exc:
+                log.error("registry agent %r cannot be hosted here: %s", agent_id, exc)
+        for agent_id in [a for a in self.agents if a not in wanted]:
+            await self.remove(agent_id)
+        return True
+
+    async def _follow_registry(self) -> None:
+        while True:
+            await asyncio.sleep(self.sync_interval)
+            try:
+                await self.sync_agents()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("reading the registry's agents failed; retrying", exc_info=True)
 
     async def close(self) -> None:
         """Stop running tasks (removed agents' too), leave the cluster and close the store."""
+        if self._sync_task is not None:
+            self._sync_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sync_task
+            self._sync_task = None
         retiring = list(self._retiring.items())
         for drain, _ in retiring:
             drain.cancel()
@@ -241,6 +315,8 @@ class Hub:
             await agent.engine.close()
         await self.cluster.close()
         await self.store.close()
+        if self.registry is not None:
+            await self.registry.close()
 
 
 def _running(engine: TaskEngine) -> list[TaskRun]:

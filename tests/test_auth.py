@@ -333,3 +333,169 @@ async def test_official_sdk_client_with_an_api_key(served: LiveServer) -> None:
 def test_parse_agent_spec_takes_auth_out_of_the_options() -> None:
     spec = AgentSpec.parse("secret=echo?auth=api-key&reply=message")
     assert spec.auth == "api-key" and spec.options == {"reply": "message"}
+
+
+async def test_admin_api(served: LiveServer) -> None:
+    admin_url = f"{served.url}/admin/v1"
+    plain = await new_key(served.hub, agents=["locked"])
+    async with httpx.AsyncClient(timeout=30) as http:
+        r = await http.get(admin_url + "/agents")
+        assert r.status_code == 401 and "www-authenticate" in r.headers
+        assert r.json()["error"]["details"][0]["reason"] == "UNAUTHENTICATED"
+        r = await http.get(admin_url + "/agents", headers={"X-API-Key": plain})
+        assert r.status_code == 403
+        root = await new_key(served.hub, name="root", scopes=["admin"])
+        auth = {"Authorization": f"Bearer {root}"}
+        ids = [
+            a["id"] for a in (await http.get(admin_url + "/agents", headers=auth)).json()["agents"]
+        ]
+        assert {"locked", "open", "pizza"} <= set(ids)
+        # agents: create answers at once here, remove stops it
+        r = await http.post(
+            admin_url + "/agents",
+            json={"id": "made", "kind": "echo", "auth": "api-key", "options": {"reply": "message"}},
+            headers=auth,
+        )
+        assert r.status_code == 201, r.text
+        assert r.json()["hosted"] is True
+        r = await http.post(admin_url + "/agents", json={"id": "bad", "kind": "nope"}, headers=auth)
+        assert r.status_code == 400 and "unknown kind" in r.json()["error"]["message"]
+        made = await http.post(
+            f"{served.url}/a2a/made/message:send", json=msg10("hi"), headers=auth
+        )
+        assert made.status_code == 200 and "hi" in made.json()["message"]["parts"][0]["text"]
+        # keys: create, list (no key material), revoke
+        r = await http.post(
+            admin_url + "/keys",
+            json={"agents": ["made"], "name": "made-bot", "expires": "1d"},
+            headers=auth,
+        )
+        assert r.status_code == 201
+        created = r.json()
+        assert created["key"].startswith("a2ah_") and created["agents"] == ["made"]
+        listed = (await http.get(admin_url + "/keys", headers=auth)).text
+        assert created["key"] not in listed and created["id"] in listed
+        ok = await http.post(
+            f"{served.url}/a2a/made/message:send",
+            json=msg10("x"),
+            headers={"X-API-Key": created["key"]},
+        )
+        assert ok.status_code == 200
+        assert (await http.delete(admin_url + f"/keys/{created['id']}", headers=auth)).json()[
+            "revokedAt"
+        ]
+        gone = await http.post(
+            f"{served.url}/a2a/made/message:send",
+            json=msg10("y"),
+            headers={"X-API-Key": created["key"]},
+        )
+        assert gone.status_code == 401
+        # tasks: search and delete
+        pizza = await http.post(
+            f"{served.url}/a2a/pizza/message:send",
+            json=msg10("pizza"),
+            headers={"X-API-Key": await new_key(served.hub, agents=["pizza"], principal="carol")},
+        )
+        tid = pizza.json()["task"]["id"]
+        found = (
+            await http.get(
+                admin_url + "/tasks", params={"agent": "pizza", "owner": "carol"}, headers=auth
+            )
+        ).json()
+        assert [t["id"] for t in found["tasks"]] == [tid]
+        none = (
+            await http.get(
+                admin_url + "/tasks", params={"agent": "pizza", "owner": "dave"}, headers=auth
+            )
+        ).json()
+        assert none["tasks"] == []
+        assert (
+            await http.delete(admin_url + f"/tasks/pizza/{tid}", headers=auth)
+        ).status_code == 200
+        assert (
+            await http.delete(admin_url + f"/tasks/pizza/{tid}", headers=auth)
+        ).status_code == 404
+        # MCP servers
+        r = await http.post(
+            admin_url + "/mcp-servers",
+            json={"name": "files", "transport": "stdio", "command": ["mcp-files", "--ro"]},
+            headers=auth,
+        )
+        assert r.status_code == 201
+        r = await http.put(
+            admin_url + "/mcp-servers/web",
+            json={"transport": "streamable-http", "url": "http://127.0.0.1:9/mcp"},
+            headers=auth,
+        )
+        assert r.status_code == 200
+        names = [
+            s["name"]
+            for s in (await http.get(admin_url + "/mcp-servers", headers=auth)).json()["mcpServers"]
+        ]
+        assert names == ["files", "web"]
+        bad = await http.post(
+            admin_url + "/mcp-servers", json={"name": "x", "transport": "stdio"}, headers=auth
+        )
+        assert bad.status_code == 400
+        assert (
+            await http.delete(admin_url + "/mcp-servers/files", headers=auth)
+        ).status_code == 200
+        assert (await http.get(admin_url + "/mcp-servers/files", headers=auth)).status_code == 404
+        # delete the agent: it stops answering here at once
+        assert (await http.delete(admin_url + "/agents/made", headers=auth)).status_code == 200
+        r = await http.post(f"{served.url}/a2a/made/message:send", json=msg10("z"), headers=auth)
+        assert r.status_code == 404
+
+
+async def test_admin_api_is_off_without_a_registry(live: LiveServer) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        r = await http.get(f"{live.url}/admin/v1/agents", headers={"X-API-Key": "a2ah_x"})
+        assert r.status_code == 404 and "off" in r.json()["error"]["message"]
+
+
+def test_keys_cli_creates_lists_and_revokes(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from a2a_hub.cli import app
+
+    url = f"sqlite:///{tmp_path}/reg.db"
+    runner = CliRunner()
+    made = runner.invoke(
+        app,
+        [
+            "keys",
+            "create",
+            "--agent",
+            "echo",
+            "--name",
+            "ci",
+            "--expires",
+            "30d",
+            "--registry",
+            url,
+        ],
+    )
+    assert made.exit_code == 0, made.output
+    key = made.stdout.strip().splitlines()[0]
+    assert key.startswith("a2ah_")
+    listed = runner.invoke(app, ["keys", "list", "--json", "--registry", url])
+    assert listed.exit_code == 0 and key not in listed.stdout
+    entry = msgspec_json(listed.stdout)[0]
+    assert entry["principal"] == "ci" and entry["agents"] == ["echo"] and entry["expiresAt"]
+    gone = runner.invoke(app, ["keys", "revoke", entry["id"], "--registry", url])
+    assert gone.exit_code == 0, gone.output
+    again = msgspec_json(runner.invoke(app, ["keys", "list", "--json", "--registry", url]).stdout)
+    assert again[0]["revokedAt"]
+    assert runner.invoke(app, ["keys", "create", "--registry", url]).exit_code == 2
+    added = runner.invoke(app, ["agents", "add", "helper=echo?auth=api-key", "--registry", url])
+    assert added.exit_code == 0, added.output
+    shown = runner.invoke(app, ["agents", "list", "--registry", url])
+    assert "helper" in shown.stdout and "auth=api-key" in shown.stdout
+    assert runner.invoke(app, ["agents", "remove", "helper", "--registry", url]).exit_code == 0
+    assert runner.invoke(app, ["agents", "remove", "helper", "--registry", url]).exit_code == 1
+
+
+def msgspec_json(text: str) -> Any:
+    import json
+
+    return json.loads(text)

@@ -26,6 +26,7 @@ __all__ = [
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "PushNotificationNotSupportedError",
+    "ResourceNotFoundError",
     "StoreUnavailableError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
@@ -247,6 +248,17 @@ class UnauthenticatedError(A2AError):
     ws_code = "unauthenticated"
     grpc_status = "UNAUTHENTICATED"
     default_message = "Authentication required: send X-API-Key: KEY or Authorization: Bearer KEY"
+
+
+class ResourceNotFoundError(A2AError):
+    """An admin resource (API key, MCP server, conversation) that does not exist (404)."""
+
+    code = -32600
+    http_status = 404
+    reason = "NOT_FOUND"
+    ws_code = "not_found"
+    grpc_status = "NOT_FOUND"
+    default_message = "Not found"
 
 
 class PermissionDeniedError(A2AError):

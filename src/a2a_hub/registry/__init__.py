@@ -8,6 +8,7 @@ from a2a_hub.registry.registry import (
     McpServer,
     Registry,
     RegistryError,
+    UnknownEntryError,
     parse_duration,
     registry_url,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "McpServer",
     "Registry",
     "RegistryError",
+    "UnknownEntryError",
     "parse_duration",
     "registry_url",
 ]

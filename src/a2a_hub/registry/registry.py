@@ -41,6 +41,7 @@ __all__ = [
     "McpServer",
     "Registry",
     "RegistryError",
+    "UnknownEntryError",
     "parse_duration",
     "registry_url",
 ]
@@ -60,7 +61,11 @@ class RegistryError(ValueError):
     """A registry request that cannot be done (unknown id, bad value); the message says why."""
 
 
-class KeyInfo(msgspec.Struct, kw_only=True):
+class UnknownEntryError(RegistryError):
+    """The registry has no entry with that id or name."""
+
+
+class KeyInfo(msgspec.Struct, kw_only=True, rename="camel"):
     """An API key as the registry knows it (never the key itself)."""
 
     id: str
@@ -313,7 +318,7 @@ class Registry:
                 )
             ).all()
         if not rows:
-            raise RegistryError(f"no API key {key_id!r} (see: a2a-hub keys list)")
+            raise UnknownEntryError(f"no API key {key_id!r} (see: a2a-hub keys list)")
         if len(rows) > 1:
             raise RegistryError(f"{key_id!r} names several keys; use the key id")
         return _key_info(rows[0])

@@ -4,6 +4,7 @@ Layout of :func:`create_app`'s routes::
 
     GET  /healthz                       liveness and the hosted agent ids
     GET  /                              index of the hosted agents
+    /admin/v1                           the admin API (server/admin.py; an admin key)
     /a2a/{agent_id}  (AgentMount)       the agent's routes, behind the agent middleware
     ""               (AgentMount)       the same routes for the default agent (root alias)
 
@@ -31,6 +32,7 @@ from starlette.routing import BaseRoute, Match, Mount, Route, compile_path
 from starlette.types import Scope
 
 from a2a_hub.server import rest
+from a2a_hub.server.admin import ADMIN_ROUTES
 from a2a_hub.server.auth import ApiKeyMiddleware
 from a2a_hub.server.cards import agent_card, legacy_agent_card
 from a2a_hub.server.errors import JSON
@@ -224,6 +226,7 @@ def create_app(hub: Hub, *, agent_middleware: Sequence[Middleware] | None = None
     routes: list[BaseRoute] = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/", index, methods=["GET"]),
+        Mount("/admin/v1", routes=ADMIN_ROUTES),
         AgentMount("/a2a/{agent_id}", AGENT_ROUTES, middleware=middleware),
         AgentMount("", AGENT_ROUTES, middleware=middleware, claim_unknown=False),
     ]

@@ -499,3 +499,50 @@ def msgspec_json(text: str) -> Any:
     import json
 
     return json.loads(text)
+
+
+async def test_extended_card_for_authenticated_callers(tmp_path: Path) -> None:
+    skill = {"id": "secret-sauce", "name": "Secret sauce", "description": "only for friends"}
+    settings = Settings.from_flat(
+        agents=[
+            AgentSpec(id="ext", kind="echo", extended_skills=[skill]),
+            AgentSpec(id="plain", kind="echo", auth="api-key"),
+        ],
+        store="memory://",
+        registry=f"sqlite:///{tmp_path}/registry.db",
+    )
+    hub = Hub(settings, store=MemoryStore())
+    async with LiveServer(hub) as server, httpx.AsyncClient(timeout=30) as http:
+        key = await new_key(hub)
+        ext = f"{server.url}/a2a/ext"
+        public = (await http.get(ext + "/.well-known/agent-card.json")).json()
+        assert public["capabilities"]["extendedAgentCard"] is True
+        assert public["supportsAuthenticatedExtendedCard"] is True
+        assert "secret-sauce" not in [s["id"] for s in public["skills"]]
+        plain = (await http.get(f"{server.url}/a2a/plain/.well-known/agent-card.json")).json()
+        assert not plain["capabilities"].get("extendedAgentCard")
+        # REST: 401 without a key, the card with one
+        r = await http.get(ext + "/extendedAgentCard")
+        assert r.status_code == 401
+        r = await http.get(ext + "/extendedAgentCard", headers={"X-API-Key": key})
+        assert "secret-sauce" in [s["id"] for s in r.json()["skills"]]
+        # JSON-RPC 1.0 and 0.3
+        for method, version in (
+            ("GetExtendedAgentCard", "1.0"),
+            ("agent/getAuthenticatedExtendedCard", "0.3"),
+        ):
+            body = {"jsonrpc": "2.0", "id": 1, "method": method}
+            anon = (await http.post(ext, json=body, headers={"A2A-Version": version})).json()
+            assert "for authenticated callers" in anon["error"]["message"]
+            card = (
+                await http.post(ext, json=body, headers={"A2A-Version": version, "X-API-Key": key})
+            ).json()["result"]
+            assert "secret-sauce" in [s["id"] for s in card["skills"]]
+            none = (
+                await http.post(
+                    f"{server.url}/a2a/plain",
+                    json=body,
+                    headers={"A2A-Version": version, "X-API-Key": key},
+                )
+            ).json()
+            assert none["error"]["code"] == -32007

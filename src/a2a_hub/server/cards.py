@@ -9,7 +9,9 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from a2a_hub.engine.caller import Caller
 from a2a_hub.protocol import v01
+from a2a_hub.protocol.errors import InvalidParamsError, UnauthenticatedError
 from a2a_hub.protocol.types import (
     AgentCapabilities,
     AgentCard,
@@ -30,6 +32,7 @@ __all__ = [
     "agent_card",
     "build_card",
     "card_bytes",
+    "extended_card_body",
     "legacy_agent_card",
     "legacy_card_bytes",
 ]
@@ -64,7 +67,9 @@ def build_card(agent: HostedAgent, base_url: str) -> AgentCard:
         ],
         version=spec.version,
         capabilities=AgentCapabilities(
-            streaming=agent.streaming, push_notifications=False, extended_agent_card=False
+            streaming=agent.streaming,
+            push_notifications=False,
+            extended_agent_card=spec.extended_skills is not None,
         ),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],
@@ -125,6 +130,15 @@ def _remember(agent: HostedAgent, key: str, body: bytes) -> tuple[bytes, str]:
     return entry
 
 
+def _card_json(card: AgentCard, secured: bool, extended: bool) -> Any:
+    if not secured and not extended:
+        return card
+    body: dict[str, Any] = secure_card(card) if secured else msgspec.to_builtins(card)
+    if extended:  # the 0.3 name of capabilities.extendedAgentCard
+        body["supportsAuthenticatedExtendedCard"] = True
+    return body
+
+
 def card_bytes(agent: HostedAgent, base_url: str, secured: bool = False) -> tuple[bytes, str]:
     """Encoded 1.0 card and its ETag, cached per base URL; ``secured``: the agent requires
     API keys (the card lists the schemes, see :func:`secure_card`)."""
@@ -132,9 +146,31 @@ def card_bytes(agent: HostedAgent, base_url: str, secured: bool = False) -> tupl
     cached = agent.cards.get(key)
     if cached is None:
         card = build_card(agent, base_url)
-        body = _enc.encode(secure_card(card) if secured else card)
+        body = _enc.encode(_card_json(card, secured, agent.spec.extended_skills is not None))
         cached = _remember(agent, key, body)
     return cached
+
+
+def extended_card_body(request: Request, agent: HostedAgent, caller: Caller) -> Any:
+    """The extended card (the public one plus ``extended_skills``) for an authenticated
+    caller: -32007 when none is configured, 401 for an anonymous caller."""
+    extra = agent.spec.extended_skills
+    if extra is None:
+        raise agent.no_extended_card()
+    if caller.anonymous:
+        raise UnauthenticatedError(
+            "The extended agent card is for authenticated callers: send X-API-Key: KEY or "
+            "Authorization: Bearer KEY"
+        )
+    hub = hub_of(request)
+    aliased = "agent_id" not in request.scope["path_params"]
+    url = base_url(request, hub, None if aliased else agent)
+    card = build_card(agent, url)
+    try:
+        card.skills = [*card.skills, *(msgspec.convert(s, AgentSkill) for s in extra)]
+    except msgspec.ValidationError as exc:
+        raise InvalidParamsError(f"agent {agent.id!r}: bad extended_skills: {exc}") from None
+    return _card_json(card, hub.requires_key(agent.id), True)
 
 
 def legacy_card_bytes(

@@ -247,6 +247,9 @@ class AgentSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: ``"api-key"``: every request needs an API key opening this agent; ``None``: open
     #: (unless ``auth.require_keys``).
     auth: Literal["api-key"] | None = None
+    #: Skills (A2A ``AgentSkill`` objects) shown only on the extended card, to
+    #: authenticated callers; ``None``: no extended card (``GetExtendedAgentCard`` -32007).
+    extended_skills: list[dict[str, Any]] | None = None
     options: dict[str, Any] = msgspec.field(default_factory=dict)
 
     @classmethod

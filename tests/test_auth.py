@@ -61,6 +61,7 @@ def make_hub(tmp_path: Path, *, registry: str | None = None, **flat: Any) -> Hub
         AgentSpec(id="pizza", kind="python", executor="x:y", auth="api-key"),
         AgentSpec(id="slow", kind="python", executor="x:y", auth="api-key"),
         AgentSpec(id="open", kind="echo"),
+        AgentSpec(id="chat", kind="echo", auth="api-key", options={"reply": "message"}),
     ]
     settings = Settings.from_flat(
         agents=specs,
@@ -546,3 +547,73 @@ async def test_extended_card_for_authenticated_callers(tmp_path: Path) -> None:
                 )
             ).json()
             assert none["error"]["code"] == -32007
+
+
+async def test_conversations_keep_every_message_once_for_their_owner(served: LiveServer) -> None:
+    hub = served.hub
+    alice = await new_key(hub, agents=["pizza", "chat"], principal="alice")
+    bob = await new_key(hub, agents=["pizza", "chat"], principal="bob")
+    root = await new_key(hub, scopes=["admin"])
+    async with httpx.AsyncClient(timeout=30) as http:
+        a = {"X-API-Key": alice}
+        url = f"{served.url}/a2a/pizza"
+        first = (
+            await http.post(url + "/message:send", json=msg10("pizza", contextId="c1"), headers=a)
+        ).json()["task"]
+        await http.post(
+            url + "/message:send",
+            json=msg10("funghi", taskId=first["id"], contextId="c1"),
+            headers=a,
+        )
+        # an immediate reply (echo answers with a message) is kept too, with its question
+        chat = f"{served.url}/a2a/chat"
+        await http.post(
+            f"{served.url}/a2a/open/message:send", json=msg10("unrelated", contextId="c1")
+        )
+
+        async def history(agent_url: str, headers: dict[str, str], **params: Any) -> Any:
+            return await http.get(
+                agent_url + "/contexts/c1/messages", headers=headers, params=params
+            )
+
+        r = await eventually(
+            lambda: history(url, a),
+            lambda r: r.status_code == 200 and len(r.json()["messages"]) >= 4,
+        )
+        texts = [m["parts"][0]["text"] for m in r.json()["messages"]]
+        assert texts[0] == "pizza" and texts[2] == "funghi", texts
+        assert len(texts) == len({m["messageId"] for m in r.json()["messages"]})
+        roles = [m["role"] for m in r.json()["messages"]]
+        assert roles[:2] == ["ROLE_USER", "ROLE_AGENT"]
+        # paged
+        page = (await history(url, a, pageSize=2)).json()
+        assert len(page["messages"]) == 2 and page["nextPageToken"]
+        rest = (await history(url, a, pageToken=page["nextPageToken"])).json()["messages"]
+        assert [m["messageId"] for m in page["messages"] + rest] == [
+            m["messageId"] for m in r.json()["messages"]
+        ]
+        # bob: the same answer as for an unknown conversation
+        theirs = await history(url, {"X-API-Key": bob})
+        unknown = await http.get(url + "/contexts/nope/messages", headers={"X-API-Key": bob})
+        assert theirs.status_code == unknown.status_code == 404
+        assert theirs.json()["error"]["details"] == [
+            {**d, "metadata": d["metadata"]} for d in unknown.json()["error"]["details"]
+        ]
+        # immediate replies
+        await http.post(chat + "/message:send", json=msg10("ping", contextId="c1"), headers=a)
+        r = await eventually(
+            lambda: history(chat, a),
+            lambda r: r.status_code == 200 and len(r.json()["messages"]) == 2,
+        )
+        assert [m["role"] for m in r.json()["messages"]] == ["ROLE_USER", "ROLE_AGENT"]
+        assert r.json()["messages"][0]["parts"][0]["text"] == "ping"
+        # admin
+        adm = {"X-API-Key": root}
+        listed = (await http.get(f"{served.url}/admin/v1/conversations", headers=adm)).json()
+        assert {("pizza", "c1"), ("chat", "c1")} <= {
+            (c["agentId"], c["contextId"]) for c in listed["conversations"]
+        }
+        full = (
+            await http.get(f"{served.url}/admin/v1/conversations/pizza/c1/messages", headers=adm)
+        ).json()
+        assert full["owner"] == "alice" and len(full["messages"]) >= 4

@@ -30,7 +30,16 @@ from sqlalchemy import delete, event, insert, select, update
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from a2a_hub.registry.schema import agents, api_keys, mcp_servers, meta, setup_registry_schema
+from a2a_hub.protocol.types import Message
+from a2a_hub.registry.schema import (
+    agents,
+    api_keys,
+    conversations,
+    mcp_servers,
+    messages,
+    meta,
+    setup_registry_schema,
+)
 from a2a_hub.settings import AgentSpec
 
 __all__ = [
@@ -399,6 +408,168 @@ class Registry:
                 await _bump(conn, "agents")
         return bool(gone)
 
+    # --- conversations ------------------------------------------------------------------
+
+    async def append_messages(
+        self,
+        agent_id: str,
+        context_id: str,
+        owner: str | None,
+        task_id: str | None,
+        new: list[Message],
+    ) -> int:
+        """Append messages to a conversation, in order, skipping message ids it holds
+        already; returns how many were added.  The conversation's owner is set when it
+        is created."""
+        now = time.time()
+        async with self.engine.begin() as conn:
+            row = (
+                await conn.execute(
+                    select(conversations.c.last_seq)
+                    .where(
+                        (conversations.c.agent_id == agent_id)
+                        & (conversations.c.context_id == context_id)
+                    )
+                    .with_for_update()
+                )
+            ).first()
+            if row is None:
+                await conn.execute(
+                    _insert_ignore(conn.dialect.name, conversations).values(
+                        agent_id=agent_id,
+                        context_id=context_id,
+                        owner=owner,
+                        created_at=now,
+                        updated_at=now,
+                        last_seq=0,
+                    )
+                )
+                row = (
+                    await conn.execute(
+                        select(conversations.c.last_seq)
+                        .where(
+                            (conversations.c.agent_id == agent_id)
+                            & (conversations.c.context_id == context_id)
+                        )
+                        .with_for_update()
+                    )
+                ).first()
+            assert row is not None
+            seq = int(row.last_seq)
+            ids = [m.message_id for m in new]
+            known = set(
+                (
+                    await conn.execute(
+                        select(messages.c.message_id).where(
+                            (messages.c.agent_id == agent_id)
+                            & (messages.c.context_id == context_id)
+                            & messages.c.message_id.in_(ids)
+                        )
+                    )
+                ).scalars()
+            )
+            rows = []
+            for message in new:
+                if message.message_id in known:
+                    continue
+                known.add(message.message_id)
+                seq += 1
+                rows.append(
+                    {
+                        "agent_id": agent_id,
+                        "context_id": context_id,
+                        "seq": seq,
+                        "message_id": message.message_id,
+                        "task_id": message.task_id or task_id,
+                        "created_at": now,
+                        "data": msgspec.json.encode(message),
+                    }
+                )
+            if rows:
+                await conn.execute(insert(messages), rows)
+                await conn.execute(
+                    update(conversations)
+                    .where(
+                        (conversations.c.agent_id == agent_id)
+                        & (conversations.c.context_id == context_id)
+                    )
+                    .values(last_seq=seq, updated_at=now)
+                )
+        return len(rows)
+
+    async def conversation(
+        self, agent_id: str, context_id: str, *, after: int = 0, limit: int = 50
+    ) -> tuple[str | None, list[tuple[int, Message]]] | None:
+        """The owner and up to ``limit`` messages (with their position) after position
+        ``after``; None if the conversation is unknown."""
+        async with self.engine.connect() as conn:
+            found = (
+                await conn.execute(
+                    select(conversations.c.owner).where(
+                        (conversations.c.agent_id == agent_id)
+                        & (conversations.c.context_id == context_id)
+                    )
+                )
+            ).first()
+            if found is None:
+                return None
+            rows = await conn.execute(
+                select(messages.c.seq, messages.c.data)
+                .where(
+                    (messages.c.agent_id == agent_id)
+                    & (messages.c.context_id == context_id)
+                    & (messages.c.seq > after)
+                )
+                .order_by(messages.c.seq)
+                .limit(limit)
+            )
+            return found.owner, [
+                (row.seq, msgspec.json.decode(row.data, type=Message)) for row in rows
+            ]
+
+    async def list_conversations(
+        self, agent_id: str | None = None, owner: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        """Conversations, most recently updated first."""
+        query = select(conversations).order_by(conversations.c.updated_at.desc()).limit(limit)
+        if agent_id is not None:
+            query = query.where(conversations.c.agent_id == agent_id)
+        if owner is not None:
+            query = query.where(conversations.c.owner == owner)
+        async with self.engine.connect() as conn:
+            return [
+                {
+                    "agentId": row.agent_id,
+                    "contextId": row.context_id,
+                    "owner": row.owner,
+                    "createdAt": row.created_at,
+                    "updatedAt": row.updated_at,
+                    "messages": row.last_seq,
+                }
+                for row in await conn.execute(query)
+            ]
+
+    async def forget_conversations(self, older_than: float) -> int:
+        """Delete conversations not updated for ``older_than`` seconds; how many went."""
+        cutoff = time.time() - older_than
+        async with self.engine.begin() as conn:
+            old = (
+                await conn.execute(
+                    select(conversations.c.agent_id, conversations.c.context_id).where(
+                        conversations.c.updated_at < cutoff
+                    )
+                )
+            ).all()
+            for row in old:
+                for table in (messages, conversations):
+                    await conn.execute(
+                        delete(table).where(
+                            (table.c.agent_id == row.agent_id)
+                            & (table.c.context_id == row.context_id)
+                        )
+                    )
+        return len(old)
+
     # --- MCP servers --------------------------------------------------------------------
 
     async def list_mcp_servers(self) -> list[McpServer]:
@@ -455,11 +626,11 @@ def _mcp(row: Any) -> McpServer:
     )
 
 
-def _insert_ignore(dialect: str) -> Any:
+def _insert_ignore(dialect: str, table: Any = meta) -> Any:
     from sqlalchemy.dialects import postgresql, sqlite
 
     make = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    return make(meta).on_conflict_do_nothing()
+    return make(table).on_conflict_do_nothing()
 
 
 async def _bump(conn: Any, name: str) -> None:

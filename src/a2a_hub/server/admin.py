@@ -23,6 +23,8 @@ Routes::
     DELETE /admin/v1/keys/{id}               revoke
     GET    /admin/v1/tasks?agent=&owner=&contextId=&state=&maxAgeSeconds=&pageSize=&pageToken=
     DELETE /admin/v1/tasks/{agent}/{taskId}
+    GET    /admin/v1/conversations[?agent=&owner=]
+    GET    /admin/v1/conversations/{agent}/{contextId}/messages[?pageSize=&pageToken=]
     GET    /admin/v1/mcp-servers
     POST   /admin/v1/mcp-servers             {"name", "transport", "command" | "url", "headers"}
     GET|PUT|DELETE /admin/v1/mcp-servers/{name}
@@ -286,6 +288,35 @@ async def delete_task(request: Request, hub: Hub, registry: Registry) -> Any:
     return {"deleted": task_id}
 
 
+# --- conversations --------------------------------------------------------------------
+
+
+@admin
+async def list_conversations(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``GET /conversations?agent=&owner=``: most recently updated first."""
+    q = request.query_params
+    found = await registry.list_conversations(q.get("agent") or None, q.get("owner") or None)
+    return {"conversations": found}
+
+
+@admin
+async def conversation_history(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``GET /conversations/{agent}/{contextId}/messages?pageSize=&pageToken=``."""
+    size = max(1, min(int(_float(request, "pageSize") or 100), 1000))
+    after = int(_float(request, "pageToken") or 0)
+    found = await registry.conversation(
+        request.path_params["agent_id"], request.path_params["context_id"], after=after, limit=size
+    )
+    if found is None:
+        raise ResourceNotFoundError(f"No conversation {request.path_params['context_id']!r}")
+    owner, page = found
+    return {
+        "owner": owner,
+        "messages": [msgspec.to_builtins(m) for _, m in page],
+        "nextPageToken": str(page[-1][0]) if len(page) == size else "",
+    }
+
+
 # --- MCP servers ----------------------------------------------------------------------
 
 
@@ -352,6 +383,8 @@ ADMIN_ROUTES: list[BaseRoute] = [
     Route("/keys/{key_id}", revoke_key, methods=["DELETE"]),
     Route("/tasks", search_tasks, methods=["GET"]),
     Route("/tasks/{agent_id}/{task_id}", delete_task, methods=["DELETE"]),
+    Route("/conversations", list_conversations, methods=["GET"]),
+    Route("/conversations/{agent_id}/{context_id}/messages", conversation_history, methods=["GET"]),
     Route("/mcp-servers", list_mcp, methods=["GET"]),
     Route("/mcp-servers", create_mcp, methods=["POST"]),
     Route("/mcp-servers/{name}", get_mcp, methods=["GET"]),

@@ -35,6 +35,7 @@ from a2a_hub.server import rest
 from a2a_hub.server.admin import ADMIN_ROUTES
 from a2a_hub.server.auth import ApiKeyMiddleware
 from a2a_hub.server.cards import agent_card, legacy_agent_card
+from a2a_hub.server.conversations import context_messages
 from a2a_hub.server.errors import JSON
 from a2a_hub.server.http import base_url, hub_of
 from a2a_hub.server.hub import Hub
@@ -106,6 +107,7 @@ AGENT_ROUTES: list[BaseRoute] = [
     ),
     Route("/tasks/{task_id}", rest.get_task, methods=["GET"]),
     Route("/extendedAgentCard", rest.extended_card, methods=["GET"]),
+    Route("/contexts/{context_id}/messages", context_messages, methods=["GET"]),
 ]
 
 

@@ -31,6 +31,7 @@ from a2a_hub.protocol.errors import (
 )
 from a2a_hub.registry import Registry, registry_url
 from a2a_hub.server.auth import Authenticator
+from a2a_hub.server.conversations import ConversationRecorder
 from a2a_hub.settings import AgentSpec, Settings, SettingsError
 from a2a_hub.stores import open_store
 from a2a_hub.stores.base import Store
@@ -121,6 +122,11 @@ class Hub:
             url = registry_url(auth.registry, settings.store.url)
             self.registry = Registry(url, secret=auth.secret)
             self.authenticator = Authenticator(self.registry, cache_seconds=auth.cache_seconds)
+        #: Per agent, the recorder of its conversations (with a registry, once started).
+        self.recorders: dict[str, ConversationRecorder] = {}
+        self._old_recorders: list[ConversationRecorder] = []
+        self._started = False
+        self._last_cleanup = 0.0
         self._agents_version = -1
         self._sync_task: asyncio.Task[None] | None = None
         #: How often (seconds) the registry's agent version is polled.
@@ -199,8 +205,11 @@ class Hub:
         old = self.agents.get(spec.id)
         if old is not None:
             self._retire(old.engine)
+            self._retire_recorder(spec.id)
         engine = TaskEngine(spec.id, executor, self.store, cluster=self.cluster)
         agent = self.agents[spec.id] = HostedAgent(spec, executor, engine)
+        if self._started and self.registry is not None:
+            self.recorders[spec.id] = ConversationRecorder(self.registry, engine)
         return agent
 
     async def remove(self, agent_id: str, *, cancel_running: bool = False) -> HostedAgent:
@@ -214,12 +223,19 @@ class Hub:
         """
         agent = self.agent(agent_id)
         del self.agents[agent_id]
+        self._retire_recorder(agent_id)
         if cancel_running:
             await _cancel_runs(agent.engine)
             await self._close_engine(agent.engine)
         else:
             self._retire(agent.engine)
         return agent
+
+    def _retire_recorder(self, agent_id: str) -> None:
+        """The recorder of a replaced or removed agent stops when its engine closes."""
+        recorder = self.recorders.pop(agent_id, None)
+        if recorder is not None:
+            self._old_recorders.append(recorder)
 
     def _retire(self, engine: TaskEngine) -> None:
         """Close ``engine`` once its running tasks have ended (it serves no new requests)."""
@@ -257,8 +273,11 @@ class Hub:
         register the configured agents, host the registered ones and follow its changes."""
         await self.store.open()
         await self.cluster.start()
+        self._started = True
         if self.registry is not None:
             await self.registry.open()
+            for agent in self.agents.values():
+                self.recorders[agent.id] = ConversationRecorder(self.registry, agent.engine)
             for agent in list(self.agents.values()):
                 await self.registry.put_agent(agent.spec)
             await self.sync_agents()
@@ -287,11 +306,22 @@ class Hub:
             await self.remove(agent_id)
         return True
 
+    async def _forget_old_conversations(self) -> None:
+        days = self.settings.auth.conversation_retention
+        loop = asyncio.get_running_loop()
+        if self.registry is None or not days or loop.time() - self._last_cleanup < 60:
+            return
+        self._last_cleanup = loop.time()
+        gone = await self.registry.forget_conversations(days * 86400)
+        if gone:
+            log.info("deleted %d conversations older than %g days", gone, days)
+
     async def _follow_registry(self) -> None:
         while True:
             await asyncio.sleep(self.sync_interval)
             try:
                 await self.sync_agents()
+                await self._forget_old_conversations()
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -313,6 +343,10 @@ class Hub:
             await engine.close()
         for agent in self.agents.values():
             await agent.engine.close()
+        for recorder in [*self.recorders.values(), *self._old_recorders]:
+            await recorder.close()  # (what the engines published last is recorded first)
+        self.recorders.clear()
+        self._old_recorders.clear()
         await self.cluster.close()
         await self.store.close()
         if self.registry is not None:

@@ -230,6 +230,15 @@ class AuthSettings(Section):
             metavar="SECONDS",
         ),
     ] = 1.0
+    conversation_retention: Annotated[
+        float,
+        setting(
+            "Days after which a conversation nobody continued is deleted (0: keep forever).",
+            key="conversation_retention",
+            ge=0,
+            metavar="DAYS",
+        ),
+    ] = 0.0
 
 
 class AgentSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -617,3 +617,35 @@ async def test_conversations_keep_every_message_once_for_their_owner(served: Liv
             await http.get(f"{served.url}/admin/v1/conversations/pizza/c1/messages", headers=adm)
         ).json()
         assert full["owner"] == "alice" and len(full["messages"]) >= 4
+
+
+async def test_keys_and_agents_cli_through_the_admin_api(served: LiveServer) -> None:
+    from typer.testing import CliRunner
+
+    from a2a_hub.cli import app
+
+    root = await new_key(served.hub, scopes=["admin"])
+    runner = CliRunner()
+
+    def cli(*args: str) -> Any:
+        return asyncio.to_thread(
+            runner.invoke, app, [*args, "--url", served.url, "--admin-key", root]
+        )
+
+    made = await cli("keys", "create", "--agent", "locked", "--principal", "eve", "--json")
+    assert made.exit_code == 0, made.output
+    created = msgspec_json(made.stdout)
+    assert created["key"].startswith("a2ah_") and created["principal"] == "eve"
+    listed = await cli("keys", "list")
+    assert created["id"] in listed.stdout and created["key"] not in listed.stdout
+    assert (await cli("keys", "revoke", created["id"])).exit_code == 0
+    assert (await cli("agents", "add", "viacli=echo?reply=message")).exit_code == 0
+    async with httpx.AsyncClient(timeout=30) as http:
+        r = await http.post(f"{served.url}/a2a/viacli/message:send", json=msg10("hey"))
+        assert r.status_code == 200 and "message" in r.json()
+    assert "viacli" in (await cli("agents", "list")).stdout
+    assert (await cli("agents", "remove", "viacli")).exit_code == 0
+    bad = await asyncio.to_thread(
+        runner.invoke, app, ["keys", "list", "--url", served.url, "--admin-key", "a2ah_bad"]
+    )
+    assert bad.exit_code == 1 and "Unknown API key" in bad.output

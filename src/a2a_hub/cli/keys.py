@@ -1,7 +1,8 @@
 """``a2a-hub keys …`` and ``a2a-hub agents …``: API keys and agents in the registry.
 
 Both work on the registry directly (``--registry URL``, else the registry that
-``serve`` with the same ``--config`` / ``A2A_HUB_*`` settings would use).
+``serve`` with the same ``--config`` / ``A2A_HUB_*`` settings would use), or with
+``--url URL --admin-key KEY`` through a running hub's admin API.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -41,6 +42,48 @@ Config = Annotated[
     typer.Option("--config", "-c", metavar="FILE", help="hub.toml naming the registry or store."),
 ]
 AsJson = Annotated[bool, typer.Option("--json", metavar="", help="Print JSON.")]
+Url = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        metavar="URL",
+        help="A running hub: go through its admin API (/admin/v1) instead of the registry.",
+    ),
+]
+AdminKey = Annotated[
+    str | None,
+    typer.Option(
+        "--admin-key",
+        metavar="KEY",
+        envvar="A2A_HUB_ADMIN_KEY",
+        help="API key with the admin scope, for --url.",
+    ),
+]
+
+
+def _admin(url: str, admin_key: str | None, method: str, path: str, body: Any = None) -> Any:
+    """Call the admin API of the hub at ``url``; its error message, if any, ends the command."""
+    import httpx
+
+    if not admin_key:
+        fail("--url needs --admin-key KEY (or A2A_HUB_ADMIN_KEY)", 2)
+    try:
+        r = httpx.request(
+            method,
+            url.rstrip("/") + "/admin/v1" + path,
+            json=body,
+            headers={"Authorization": f"Bearer {admin_key}"},
+            timeout=30,
+        )
+    except httpx.HTTPError as exc:
+        fail(f"{type(exc).__name__}: {exc or 'connection failed'}", 1)
+    try:
+        data = r.json()
+    except ValueError:
+        fail(f"{url} answered {r.status_code} without JSON: is it an a2a-hub?", 1)
+    if r.status_code >= 400:
+        fail(data.get("error", {}).get("message", r.text), 1)
+    return data
 
 
 def _with_registry(
@@ -103,14 +146,45 @@ def keys_create(
     ] = None,
     registry: Registry_ = None,
     config: Config = None,
+    url: Url = None,
+    admin_key: AdminKey = None,
     as_json: AsJson = False,
 ) -> None:
     """Create an API key and print it (once: only its hash is kept)."""
-    from a2a_hub.registry import parse_duration
+    from msgspec import convert, to_builtins
+
+    from a2a_hub.registry import KeyInfo, RegistryError, parse_duration
 
     if all_agents == bool(agent):
         fail("say which agents the key opens: --agent ID (repeatable) or --all-agents", 2)
-    expires_in = parse_duration(expires) if expires else None
+    try:
+        expires_in = parse_duration(expires) if expires else None
+    except RegistryError as exc:
+        fail(str(exc), 2)
+
+    def show(key: str, info: KeyInfo) -> None:
+        if as_json:
+            print_json({"key": key, **to_builtins(info)})
+            return
+        console.print(key, markup=False, highlight=False)
+        err_console.print(
+            f"key {escape(info.id)} for {escape(info.principal)}, scopes "
+            f"{escape(' '.join(info.scopes))}, agents "
+            f"{escape(', '.join(info.agents) if info.agents else 'all')}, expires "
+            f"{_when(info.expires_at)}.  Store it now: it cannot be shown again."
+        )
+
+    if url:
+        body = {
+            "agents": None if all_agents else agent,
+            "scopes": scope,
+            "name": name,
+            "principal": principal,
+            "expires": expires,
+        }
+        made = _admin(url, admin_key, "POST", "/keys", body)
+        show(made.pop("key"), convert(made, KeyInfo))
+        return
 
     async def use(reg: object) -> None:
         from a2a_hub.registry import Registry
@@ -123,18 +197,7 @@ def keys_create(
             name=name,
             expires_in=expires_in,
         )
-        if as_json:
-            from msgspec import to_builtins
-
-            print_json({"key": key, **to_builtins(info)})
-            return
-        console.print(key, markup=False, highlight=False)
-        err_console.print(
-            f"key {escape(info.id)} for {escape(info.principal)}, scopes "
-            f"{escape(' '.join(info.scopes))}, agents "
-            f"{escape(', '.join(info.agents) if info.agents else 'all')}, expires "
-            f"{_when(info.expires_at)}.  Store it now: it cannot be shown again."
-        )
+        show(key, info)
 
     _with_registry(registry, config, use)
 
@@ -146,17 +209,16 @@ def keys_list(
     ] = None,
     registry: Registry_ = None,
     config: Config = None,
+    url: Url = None,
+    admin_key: AdminKey = None,
     as_json: AsJson = False,
 ) -> None:
     """List the API keys (prefix, principal, scopes, agents, expiry, revocation, last use)."""
+    from msgspec import convert, to_builtins
 
-    async def use(reg: object) -> None:
-        from msgspec import to_builtins
+    from a2a_hub.registry import KeyInfo
 
-        from a2a_hub.registry import Registry
-
-        assert isinstance(reg, Registry)
-        keys = await reg.list_keys(principal)
+    def show(keys: list[KeyInfo]) -> None:
         if as_json:
             print_json([to_builtins(k) for k in keys])
             return
@@ -172,6 +234,17 @@ def keys_list(
                 highlight=False,
             )
 
+    if url:
+        path = "/keys" + (f"?principal={principal}" if principal else "")
+        show(convert(_admin(url, admin_key, "GET", path)["keys"], list[KeyInfo]))
+        return
+
+    async def use(reg: object) -> None:
+        from a2a_hub.registry import Registry
+
+        assert isinstance(reg, Registry)
+        show(await reg.list_keys(principal))
+
     _with_registry(registry, config, use)
 
 
@@ -180,8 +253,14 @@ def keys_revoke(
     key_id: Annotated[str, typer.Argument(metavar="KEY_ID", help="The key's id or prefix.")],
     registry: Registry_ = None,
     config: Config = None,
+    url: Url = None,
+    admin_key: AdminKey = None,
 ) -> None:
     """Revoke an API key: it stops working at once (within auth.cache_seconds elsewhere)."""
+    if url:
+        done = _admin(url, admin_key, "DELETE", f"/keys/{key_id}")
+        err_console.print(f"revoked {escape(done['id'])} ({escape(done['prefix'])}…)")
+        return
 
     async def use(reg: object) -> None:
         from a2a_hub.registry import Registry
@@ -194,16 +273,19 @@ def keys_revoke(
 
 
 @agents_app.command("list", cls=Command)
-def agents_list(registry: Registry_ = None, config: Config = None, as_json: AsJson = False) -> None:
+def agents_list(
+    registry: Registry_ = None,
+    config: Config = None,
+    url: Url = None,
+    admin_key: AdminKey = None,
+    as_json: AsJson = False,
+) -> None:
     """List the registry's agents."""
+    from msgspec import convert, to_builtins
 
-    async def use(reg: object) -> None:
-        from msgspec import to_builtins
+    from a2a_hub.settings import AgentSpec
 
-        from a2a_hub.registry import Registry
-
-        assert isinstance(reg, Registry)
-        specs = await reg.list_agents()
+    def show(specs: list[AgentSpec]) -> None:
         if as_json:
             print_json([to_builtins(s) for s in specs])
             return
@@ -214,6 +296,17 @@ def agents_list(registry: Registry_ = None, config: Config = None, as_json: AsJs
                 highlight=False,
             )
 
+    if url:
+        found = _admin(url, admin_key, "GET", "/agents")["agents"]
+        show([convert({k: v for k, v in a.items() if k != "hosted"}, AgentSpec) for a in found])
+        return
+
+    async def use(reg: object) -> None:
+        from a2a_hub.registry import Registry
+
+        assert isinstance(reg, Registry)
+        show(await reg.list_agents())
+
     _with_registry(registry, config, use)
 
 
@@ -222,14 +315,22 @@ def agents_add(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="As serve --agent: 'ID=echo?…'.")],
     registry: Registry_ = None,
     config: Config = None,
+    url: Url = None,
+    admin_key: AdminKey = None,
 ) -> None:
     """Add (or replace) an agent; running hubs sharing the registry host it within a second."""
+    from msgspec import to_builtins
+
     from a2a_hub.settings import AgentSpec, SettingsError
 
     try:
         parsed = AgentSpec.parse(spec)
     except SettingsError as exc:
         fail(str(exc), 2)
+    if url:
+        _admin(url, admin_key, "PUT", f"/agents/{parsed.id}", to_builtins(parsed))
+        err_console.print(f"agent {escape(parsed.id)} registered")
+        return
 
     async def use(reg: object) -> None:
         from a2a_hub.registry import Registry
@@ -246,8 +347,14 @@ def agents_remove(
     agent_id: Annotated[str, typer.Argument(metavar="ID", help="The agent's id.")],
     registry: Registry_ = None,
     config: Config = None,
+    url: Url = None,
+    admin_key: AdminKey = None,
 ) -> None:
     """Remove an agent from the registry (hubs sharing it stop hosting it)."""
+    if url:
+        _admin(url, admin_key, "DELETE", f"/agents/{agent_id}")
+        err_console.print(f"agent {escape(agent_id)} removed")
+        return
 
     async def use(reg: object) -> None:
         from a2a_hub.registry import Registry

@@ -649,3 +649,15 @@ async def test_keys_and_agents_cli_through_the_admin_api(served: LiveServer) -> 
         runner.invoke, app, ["keys", "list", "--url", served.url, "--admin-key", "a2ah_bad"]
     )
     assert bad.exit_code == 1 and "Unknown API key" in bad.output
+
+
+async def test_a_generated_secret_leaves_the_registry_file_private(tmp_path: Path) -> None:
+    registry = Registry(f"sqlite:///{tmp_path}/reg.db")
+    await registry.open()
+    try:
+        key, _ = await registry.create_key()
+        assert (await registry.lookup_key(key)) is not None
+        assert await registry.lookup_key(key[:-1] + ("A" if key[-1] != "A" else "B")) is None
+    finally:
+        await registry.close()
+    assert (tmp_path / "reg.db").stat().st_mode & 0o077 == 0

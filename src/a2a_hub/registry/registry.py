@@ -8,7 +8,8 @@ shown once, by :meth:`Registry.create_key`, and never written anywhere.
 The secret: the ``auth.secret`` setting (``A2A_HUB_AUTH_SECRET``) when given;
 otherwise one is generated from :mod:`secrets` the first time the registry is
 opened and kept in the registry (row ``secret`` of ``a2a_reg_meta``), so that
-every instance sharing the registry hashes alike.  Whoever can read the registry
+every instance sharing the registry hashes alike; a SQLite registry file is then
+made readable by its owner only (0600).  Whoever can read the registry
 can read that secret; keys are 256-bit random values, so the hash protects
 them even then (it cannot be reversed), and setting ``auth.secret`` elsewhere
 keeps a stolen registry from being used to check guessed keys.
@@ -16,9 +17,11 @@ keeps a stolen registry from being used to check guessed keys.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
+import os
 import re
 import secrets
 import time
@@ -202,11 +205,13 @@ class Registry:
             async with engine.begin() as conn:
                 await setup_registry_schema(conn, self.safe_url)
                 if self._secret is None:
-                    await conn.execute(
+                    made = await conn.execute(
                         _insert_ignore(conn.dialect.name).values(
                             name="secret", value=secrets.token_hex(32), number=0
                         )
                     )
+                    if made.rowcount:
+                        self._restrict_file()
                     self._secret = bytes.fromhex(
                         (
                             await conn.execute(select(meta.c.value).where(meta.c.name == "secret"))
@@ -216,6 +221,16 @@ class Registry:
             await engine.dispose()
             raise
         self._engine = engine
+
+    def _restrict_file(self) -> None:
+        """A SQLite registry that now holds a generated secret is readable by its owner only."""
+        if self._engine_url.get_backend_name() != "sqlite":
+            return
+        database = self._engine_url.database or ""
+        if database and database != ":memory:" and not database.startswith("file:"):
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(OSError):
+                    os.chmod(database + suffix, 0o600)
 
     async def close(self) -> None:
         """Release the connections."""

@@ -54,7 +54,7 @@ class Authenticator:
     def __init__(self, registry: Registry, *, cache_seconds: float = 1.0) -> None:
         self.registry = registry
         self.cache_seconds = cache_seconds
-        self._cache: dict[str, tuple[float, KeyInfo | None]] = {}
+        self._cache: dict[str, tuple[float, KeyInfo | None, Caller | None]] = {}
 
     def forget(self) -> None:
         """Drop every cached lookup (after a revocation through this process)."""
@@ -65,24 +65,29 @@ class Authenticator:
         now = time.monotonic()
         cached = self._cache.get(key)
         if cached is not None and now - cached[0] < self.cache_seconds:
-            info = cached[1]
+            _, info, caller = cached
         else:
             info = await self.registry.lookup_key(key)
+            caller = None
+            if info is not None:
+                caller = Caller(
+                    principal=info.principal,
+                    key_id=info.id,
+                    scopes=frozenset(info.scopes),
+                    agents=None if info.agents is None else frozenset(info.agents),
+                )
             if self.cache_seconds > 0:
                 if len(self._cache) > 10_000:
                     self._cache.clear()
-                self._cache[key] = (now, info)
-        if info is None:
+                self._cache[key] = (now, info, caller)
+        if info is None or caller is None:
             raise UnauthenticatedError("Unknown API key")
-        if not info.usable(time.time()):
+        if (info.expires_at is not None or info.revoked_at is not None) and not info.usable(
+            time.time()
+        ):
             what = "revoked" if info.revoked_at is not None else "expired"
             raise UnauthenticatedError(f"This API key was {what}; ask for a new one")
-        return Caller(
-            principal=info.principal,
-            key_id=info.id,
-            scopes=frozenset(info.scopes),
-            agents=None if info.agents is None else frozenset(info.agents),
-        )
+        return caller
 
 
 class ApiKeyMiddleware(CallerMiddleware):

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
-from sqlalchemy import delete, event, insert, select, update
+from sqlalchemy import bindparam, delete, event, insert, select, tuple_, update
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -433,82 +433,88 @@ class Registry:
         task_id: str | None,
         new: list[Message],
     ) -> int:
-        """Append messages to a conversation, in order, skipping message ids it holds
-        already; returns how many were added.  The conversation's owner is set when it
-        is created."""
+        """Append messages to one conversation (see :meth:`append_batch`)."""
+        return await self.append_batch([(agent_id, context_id, owner, task_id, new)])
+
+    async def append_batch(
+        self, entries: list[tuple[str, str, str | None, str | None, list[Message]]]
+    ) -> int:
+        """Append messages to conversations, in order, in one transaction of a few
+        statements whatever the batch's size; a message id a conversation holds already
+        is skipped.  Each entry is ``(agent_id, context_id, owner, task_id, messages)``;
+        a conversation's owner is set when it is created.  Returns how many were added."""
+        if not entries:
+            return 0
         now = time.time()
+        pairs = list(dict.fromkeys((e[0], e[1]) for e in entries))
+        owners: dict[tuple[str, str], str | None] = {}
+        for agent_id, context_id, owner, _, _ in entries:
+            owners.setdefault((agent_id, context_id), owner)
+        key = tuple_(conversations.c.agent_id, conversations.c.context_id)
         async with self.engine.begin() as conn:
-            row = (
-                await conn.execute(
-                    select(conversations.c.last_seq)
-                    .where(
-                        (conversations.c.agent_id == agent_id)
-                        & (conversations.c.context_id == context_id)
-                    )
-                    .with_for_update()
-                )
-            ).first()
-            if row is None:
-                await conn.execute(
-                    _insert_ignore(conn.dialect.name, conversations).values(
-                        agent_id=agent_id,
-                        context_id=context_id,
-                        owner=owner,
-                        created_at=now,
-                        updated_at=now,
-                        last_seq=0,
-                    )
-                )
-                row = (
-                    await conn.execute(
-                        select(conversations.c.last_seq)
-                        .where(
-                            (conversations.c.agent_id == agent_id)
-                            & (conversations.c.context_id == context_id)
-                        )
-                        .with_for_update()
-                    )
-                ).first()
-            assert row is not None
-            seq = int(row.last_seq)
-            ids = [m.message_id for m in new]
-            known = set(
-                (
-                    await conn.execute(
-                        select(messages.c.message_id).where(
-                            (messages.c.agent_id == agent_id)
-                            & (messages.c.context_id == context_id)
-                            & messages.c.message_id.in_(ids)
-                        )
-                    )
-                ).scalars()
-            )
-            rows = []
-            for message in new:
-                if message.message_id in known:
-                    continue
-                known.add(message.message_id)
-                seq += 1
-                rows.append(
+            await conn.execute(
+                _insert_ignore(conn.dialect.name, conversations),
+                [
                     {
-                        "agent_id": agent_id,
-                        "context_id": context_id,
-                        "seq": seq,
-                        "message_id": message.message_id,
-                        "task_id": message.task_id or task_id,
+                        "agent_id": a,
+                        "context_id": c,
+                        "owner": owners[(a, c)],
                         "created_at": now,
-                        "data": msgspec.json.encode(message),
+                        "updated_at": now,
+                        "last_seq": 0,
                     }
+                    for a, c in pairs
+                ],
+            )
+            found = await conn.execute(
+                select(
+                    conversations.c.agent_id, conversations.c.context_id, conversations.c.last_seq
                 )
+                .where(key.in_(pairs))
+                .with_for_update()
+            )
+            seqs = {(r.agent_id, r.context_id): int(r.last_seq) for r in found}
+            ids = [(a, c, m.message_id) for a, c, _, _, ms in entries for m in ms]
+            known = {
+                (r.agent_id, r.context_id, r.message_id)
+                for r in await conn.execute(
+                    select(messages.c.agent_id, messages.c.context_id, messages.c.message_id).where(
+                        tuple_(
+                            messages.c.agent_id, messages.c.context_id, messages.c.message_id
+                        ).in_(ids)
+                    )
+                )
+            }
+            rows = []
+            for agent_id, context_id, _, task_id, new in entries:
+                for message in new:
+                    ident = (agent_id, context_id, message.message_id)
+                    if ident in known:
+                        continue
+                    known.add(ident)
+                    seqs[(agent_id, context_id)] += 1
+                    rows.append(
+                        {
+                            "agent_id": agent_id,
+                            "context_id": context_id,
+                            "seq": seqs[(agent_id, context_id)],
+                            "message_id": message.message_id,
+                            "task_id": message.task_id or task_id,
+                            "created_at": now,
+                            "data": msgspec.json.encode(message),
+                        }
+                    )
             if rows:
                 await conn.execute(insert(messages), rows)
+                touched = {(r["agent_id"], r["context_id"]) for r in rows}
                 await conn.execute(
                     update(conversations)
                     .where(
-                        (conversations.c.agent_id == agent_id)
-                        & (conversations.c.context_id == context_id)
+                        (conversations.c.agent_id == bindparam("a"))
+                        & (conversations.c.context_id == bindparam("c"))
                     )
-                    .values(last_seq=seq, updated_at=now)
+                    .values(last_seq=bindparam("s"), updated_at=now),
+                    [{"a": a, "c": c, "s": seqs[(a, c)]} for a, c in touched],
                 )
         return len(rows)
 

@@ -57,6 +57,11 @@ class _RecordingFeed(Feed):
         self.requests: dict[str, Message] = {}
 
     def push(self, item: FeedItem) -> None:
+        payload = item.event.event
+        if payload.artifact_update is not None or (
+            payload.status_update is not None and payload.status_update.status.message is None
+        ):
+            return  # no message in it: not worth a slot in the buffer
         run = self.engine.runs.get(item.task_id)
         if run is not None:
             if len(self.owners) > 10_000:
@@ -86,6 +91,9 @@ def _messages(item: FeedItem, feed: _RecordingFeed) -> Iterator[Message]:
 class ConversationRecorder:
     """Records the conversations of one agent's engine into the registry."""
 
+    #: How long the recorder waits after a first new event before writing (batching).
+    GATHER_SECONDS = 0.05
+
     def __init__(self, registry: Registry, engine: TaskEngine) -> None:
         self.registry = registry
         self.engine = engine
@@ -97,27 +105,51 @@ class ConversationRecorder:
         feed = self._feed
         agent_id = self.engine.agent_id
         while True:
+            # everything published meanwhile goes in one write (a few statements)
+            batch: list[tuple[str, str, str | None, str | None, list[Message]]] = []
             try:
                 item = await feed.next()
+                # let a busy agent publish more first: fewer, larger writes
+                await asyncio.sleep(self.GATHER_SECONDS)
+                while True:
+                    if item is not None:
+                        self._collect(item, batch)
+                    if not feed.pending or len(batch) >= 2000:
+                        break
+                    item = await feed.next()
             except StopAsyncIteration:
+                await self._write(batch)
                 return
             except EventsLostError as lost:
                 log.warning("conversations of %s: %d events not recorded", agent_id, lost.dropped)
-                continue
-            if item is None:
-                continue
-            context_id = item.context_id
-            if context_id is None:
-                continue
-            messages = list(_messages(item, feed))
-            if not messages:
-                continue
-            owner = feed.owners.get(item.task_id)
+            await self._write(batch)
+
+    def _collect(
+        self, item: FeedItem, batch: list[tuple[str, str, str | None, str | None, list[Message]]]
+    ) -> None:
+        context_id = item.context_id
+        if context_id is None:
+            return
+        messages = list(_messages(item, self._feed))
+        if messages:
+            owner = self._feed.owners.get(item.task_id)
             task_id = None if item.event.seq == 0 else item.task_id
-            try:
-                await self.registry.append_messages(agent_id, context_id, owner, task_id, messages)
-            except Exception:
-                log.warning("recording a message of %s failed", agent_id, exc_info=True)
+            batch.append((self.engine.agent_id, context_id, owner, task_id, messages))
+
+    async def _write(
+        self, batch: list[tuple[str, str, str | None, str | None, list[Message]]]
+    ) -> None:
+        if not batch:
+            return
+        try:
+            await self.registry.append_batch(batch)
+        except Exception:
+            log.warning(
+                "recording %d messages of %s failed",
+                len(batch),
+                self.engine.agent_id,
+                exc_info=True,
+            )
 
     async def close(self) -> None:
         """Record what was published so far, then stop."""

@@ -661,3 +661,37 @@ async def test_a_generated_secret_leaves_the_registry_file_private(tmp_path: Pat
     finally:
         await registry.close()
     assert (tmp_path / "reg.db").stat().st_mode & 0o077 == 0
+
+
+async def test_require_keys_locks_every_agent_and_the_registry_survives_restarts(
+    tmp_path: Path,
+) -> None:
+    registry = f"sqlite:///{tmp_path}/registry.db"
+
+    def hub() -> Hub:
+        settings = Settings.from_flat(
+            agents=[AgentSpec(id="plain", kind="echo")],
+            store="memory://",
+            registry=registry,
+            auth_require_keys=True,
+        )
+        return Hub(settings, store=MemoryStore())
+
+    first = hub()
+    assert not first.open
+    async with LiveServer(first) as server, httpx.AsyncClient(timeout=30) as http:
+        r = await http.post(f"{server.url}/a2a/plain/message:send", json=msg10("x"))
+        assert r.status_code == 401
+        key = await new_key(first)
+        assert first.registry is not None
+        await first.registry.put_agent(AgentSpec(id="later", kind="echo"))
+    second = hub()
+    async with LiveServer(second) as server, httpx.AsyncClient(timeout=30) as http:
+        assert "later" in second.agents  # read back from the registry at start
+        for agent in ("plain", "later"):
+            r = await http.post(
+                f"{server.url}/a2a/{agent}/message:send",
+                json=msg10("x"),
+                headers={"X-API-Key": key},
+            )
+            assert r.status_code == 200, r.text

@@ -30,7 +30,7 @@ from a2a_hub.server.caller import CallerMiddleware
 if TYPE_CHECKING:
     from a2a_hub.server.hub import Hub
 
-__all__ = ["ApiKeyMiddleware", "Authenticator", "key_of"]
+__all__ = ["ApiKeyMiddleware", "Authenticator", "authenticate", "key_of"]
 
 _PUBLIC_SUFFIXES = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 
@@ -90,32 +90,42 @@ class Authenticator:
         return caller
 
 
+async def authenticate(hub: Hub, agent_id: str | None, key: str | None) -> Caller:
+    """The caller of a request to ``agent_id`` carrying ``key`` (``None``: no key), for
+    any transport (HTTP here; gRPC metadata, WebSocket headers): :data:`ANONYMOUS` on an
+    open agent without a key, the key's caller, or :class:`UnauthenticatedError` (401 /
+    gRPC UNAUTHENTICATED) / :class:`PermissionDeniedError` (403 / PERMISSION_DENIED)."""
+    if key is None:
+        if not hub.requires_key(agent_id):
+            return ANONYMOUS
+        raise UnauthenticatedError(
+            f"Agent {agent_id!r} requires an API key: send X-API-Key: KEY or "
+            "Authorization: Bearer KEY"
+        )
+    authenticator = hub.authenticator
+    if authenticator is None:
+        if not hub.requires_key(agent_id):
+            return ANONYMOUS  # an open hub without a registry ignores keys
+        raise UnauthenticatedError("Unknown API key (this hub has no API keys)")
+    caller = await authenticator.caller(key)
+    if caller.agents is not None and agent_id not in caller.agents:
+        raise PermissionDeniedError(f"This API key does not open agent {agent_id!r}")
+    return caller
+
+
 class ApiKeyMiddleware(CallerMiddleware):
     """The caller of each agent request from its API key (see the module's docstring)."""
 
     async def identify(self, scope: Scope) -> Caller:
-        """ANONYMOUS on open agents without a key; the key's caller, or 401 / 403."""
+        """ANONYMOUS on open agents without a key and for the public cards; the key's
+        caller, or 401 / 403 (:func:`authenticate`)."""
+        if _public(scope):
+            return ANONYMOUS
         hub: Hub = scope["app"].state.hub
-        key = key_of(scope)
         agent_id = scope["path_params"].get("agent_id")
         if agent_id is None:
             agent_id = hub.default_agent_id
-        if key is None:
-            if not hub.requires_key(agent_id) or _public(scope):
-                return ANONYMOUS
-            raise UnauthenticatedError(
-                f"Agent {agent_id!r} requires an API key: send X-API-Key: KEY or "
-                "Authorization: Bearer KEY"
-            )
-        authenticator = hub.authenticator
-        if _public(scope) or (authenticator is None and not hub.requires_key(agent_id)):
-            return ANONYMOUS  # (an open hub without a registry ignores keys)
-        if authenticator is None:  # no registry: no key can be valid
-            raise UnauthenticatedError("Unknown API key (this hub has no API keys)")
-        caller = await authenticator.caller(key)
-        if caller.agents is not None and agent_id not in caller.agents:
-            raise PermissionDeniedError(f"This API key does not open agent {agent_id!r}")
-        return caller
+        return await authenticate(hub, agent_id, key_of(scope))
 
 
 def _public(scope: Scope) -> bool:

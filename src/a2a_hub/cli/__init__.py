@@ -12,6 +12,7 @@ import typer
 
 from a2a_hub.cli import client
 from a2a_hub.cli._options import Command, Group, env_only_help
+from a2a_hub.cli.keys import agents_app, keys_app
 from a2a_hub.cli.run import run
 from a2a_hub.cli.serve import serve
 
@@ -72,6 +73,8 @@ for command in (client.card, client.send, client.chat):
     app.command(cls=Command)(command)
 app.add_typer(client.tasks_app, name="tasks")
 app.command(cls=Command)(run)
+app.add_typer(keys_app, name="keys")
+app.add_typer(agents_app, name="agents")
 
 
 def main() -> None:

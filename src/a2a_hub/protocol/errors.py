@@ -24,10 +24,13 @@ __all__ = [
     "JSONParseError",
     "MethodNotFoundError",
     "PayloadTooLargeError",
+    "PermissionDeniedError",
     "PushNotificationNotSupportedError",
+    "ResourceNotFoundError",
     "StoreUnavailableError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
+    "UnauthenticatedError",
     "UnsupportedOperationError",
     "VersionNotSupportedError",
     "error_from_code",
@@ -236,6 +239,39 @@ class StoreUnavailableError(A2AError):
     default_message = "Task store unavailable"
 
 
+class UnauthenticatedError(A2AError):
+    """The request carries no credential, or one that is unknown, revoked or expired (401)."""
+
+    code = -32600
+    http_status = 401
+    reason = "UNAUTHENTICATED"
+    ws_code = "unauthenticated"
+    grpc_status = "UNAUTHENTICATED"
+    default_message = "Authentication required: send X-API-Key: KEY or Authorization: Bearer KEY"
+
+
+class ResourceNotFoundError(A2AError):
+    """An admin resource (API key, MCP server, conversation) that does not exist (404)."""
+
+    code = -32600
+    http_status = 404
+    reason = "NOT_FOUND"
+    ws_code = "not_found"
+    grpc_status = "NOT_FOUND"
+    default_message = "Not found"
+
+
+class PermissionDeniedError(A2AError):
+    """The credential is valid but does not open this agent or operation (403)."""
+
+    code = -32600
+    http_status = 403
+    reason = "PERMISSION_DENIED"
+    ws_code = "permission_denied"
+    grpc_status = "PERMISSION_DENIED"
+    default_message = "This API key does not open this agent"
+
+
 _BY_CODE: dict[int, type[A2AError]] = {
     cls.code: cls
     for cls in (
@@ -259,6 +295,8 @@ _BY_CODE: dict[int, type[A2AError]] = {
 
 _BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in _BY_CODE.values()}
 _BY_REASON["INTERNAL"] = InternalError
+_BY_REASON["UNAUTHENTICATED"] = UnauthenticatedError
+_BY_REASON["PERMISSION_DENIED"] = PermissionDeniedError
 
 
 def error_from_reason(reason: str, message: str, status: int | None = None) -> A2AError:

@@ -4,6 +4,7 @@ Layout of :func:`create_app`'s routes::
 
     GET  /healthz                       liveness and the hosted agent ids
     GET  /                              index of the hosted agents
+    /admin/v1                           the admin API (server/admin.py; an admin key)
     /a2a/{agent_id}  (AgentMount)       the agent's routes, behind the agent middleware
     ""               (AgentMount)       the same routes for the default agent (root alias)
 
@@ -34,8 +35,10 @@ from starlette.routing import BaseRoute, Match, Mount, Route, compile_path
 from starlette.types import Scope
 
 from a2a_hub.server import rest
-from a2a_hub.server.caller import CallerMiddleware
+from a2a_hub.server.admin import ADMIN_ROUTES
+from a2a_hub.server.auth import ApiKeyMiddleware
 from a2a_hub.server.cards import agent_card, legacy_agent_card
+from a2a_hub.server.conversations import context_messages
 from a2a_hub.server.errors import JSON
 from a2a_hub.server.extensions import ExtensionsMiddleware
 from a2a_hub.server.http import base_url, hub_of
@@ -108,6 +111,7 @@ AGENT_ROUTES: list[BaseRoute] = [
     ),
     Route("/tasks/{task_id}", rest.get_task, methods=["GET"]),
     Route("/extendedAgentCard", rest.extended_card, methods=["GET"]),
+    Route("/contexts/{context_id}/messages", context_messages, methods=["GET"]),
 ]
 
 
@@ -217,16 +221,18 @@ def create_app(hub: Hub, *, agent_middleware: Sequence[Middleware] | None = None
     """Build the Starlette app serving ``hub`` (opens and closes the store in its lifespan).
 
     ``agent_middleware`` is the middleware list of every agent route (both mounts);
-    by default ``[Middleware(CallerMiddleware)]``.  It must put the request's
-    caller in ``scope["state"]["caller"]``: give a subclass of
-    :class:`CallerMiddleware` (see :mod:`a2a_hub.server.caller`) to authenticate.
+    by default ``[Middleware(ApiKeyMiddleware)]`` (API keys, see :mod:`a2a_hub.server.auth`;
+    every request is anonymous on an open hub).  It must put the request's caller in
+    ``scope["state"]["caller"]``: give a subclass of :class:`CallerMiddleware` (see
+    :mod:`a2a_hub.server.caller`) to authenticate otherwise.
     """
     middleware = (
-        list(agent_middleware) if agent_middleware is not None else [Middleware(CallerMiddleware)]
+        list(agent_middleware) if agent_middleware is not None else [Middleware(ApiKeyMiddleware)]
     )
     routes: list[BaseRoute] = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/", index, methods=["GET"]),
+        Mount("/admin/v1", routes=ADMIN_ROUTES),
         AgentMount("/a2a/{agent_id}", AGENT_ROUTES, middleware=middleware),
         AgentMount("", AGENT_ROUTES, middleware=middleware, claim_unknown=False),
     ]

@@ -16,18 +16,26 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from email.utils import formatdate, parsedate_to_datetime
+from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from a2a_hub.engine.caller import Caller
 from a2a_hub.protocol import v01
+from a2a_hub.protocol.errors import InvalidParamsError, UnauthenticatedError
 from a2a_hub.protocol.types import (
     AgentCapabilities,
     AgentCard,
     AgentInterface,
     AgentSkill,
+    APIKeySecurityScheme,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
 )
 from a2a_hub.server.errors import JSON, guarded
 from a2a_hub.server.http import agent_of, base_url, hub_of
@@ -39,6 +47,7 @@ __all__ = [
     "build_card",
     "card_bytes",
     "card_headers",
+    "extended_card_body",
     "legacy_agent_card",
     "legacy_card_bytes",
     "not_modified",
@@ -89,7 +98,7 @@ def build_card(agent: HostedAgent, base_url: str) -> AgentCard:
             streaming=agent.streaming,
             push_notifications=False,
             extensions=agent.extensions or None,
-            extended_agent_card=False,
+            extended_agent_card=spec.extended_skills is not None,
         ),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],
@@ -106,6 +115,45 @@ def _grpc_address(base_url: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+#: The security schemes of an agent requiring API keys: the key in ``X-API-Key``, or
+#: the same key as a bearer token (either satisfies the card's requirements).
+_SCHEMES_10 = {
+    "apiKey": SecurityScheme(
+        api_key_security_scheme=APIKeySecurityScheme(
+            location="header", name="X-API-Key", description="An a2a-hub API key (a2ah_...)"
+        )
+    ),
+    "bearer": SecurityScheme(
+        http_auth_security_scheme=HTTPAuthSecurityScheme(
+            scheme="Bearer", description="An a2a-hub API key (a2ah_...) as a bearer token"
+        )
+    ),
+}
+_SCHEMES_03: dict[str, dict[str, Any]] = {
+    "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+    "bearer": {"type": "http", "scheme": "bearer"},
+}
+
+
+def secure_card(card: AgentCard) -> dict[str, Any]:
+    """The card as JSON-ready builtins, listing the API-key schemes for 1.0 and 0.3 clients.
+
+    1.0: ``securitySchemes`` (``apiKeySecurityScheme``, ``httpAuthSecurityScheme``) and
+    ``securityRequirements``; 0.3: the same ``securitySchemes`` entries also carry the
+    OpenAPI-style ``type``/``in``/``name``/``scheme`` fields, and ``security`` lists the
+    alternatives (each reader ignores the other's fields).
+    """
+    card.security_schemes = dict(_SCHEMES_10)
+    card.security_requirements = [
+        SecurityRequirement(schemes={name: StringList()}) for name in _SCHEMES_10
+    ]
+    body: dict[str, Any] = msgspec.to_builtins(card)
+    for name, extra in _SCHEMES_03.items():
+        body["securitySchemes"][name].update(extra)
+    body["security"] = [{name: []} for name in _SCHEMES_03]
+    return body
+
+
 def _etag(body: bytes) -> str:
     return 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
 
@@ -117,22 +165,60 @@ def _remember(agent: HostedAgent, key: str, body: bytes) -> tuple[bytes, str]:
     return entry
 
 
-def card_bytes(agent: HostedAgent, base_url: str) -> tuple[bytes, str]:
-    """Encoded 1.0 card and its ETag, cached per base URL."""
-    key = "1.0 " + base_url
+def _card_json(card: AgentCard, secured: bool, extended: bool) -> Any:
+    if not secured and not extended:
+        return card
+    body: dict[str, Any] = secure_card(card) if secured else msgspec.to_builtins(card)
+    if extended:  # the 0.3 name of capabilities.extendedAgentCard
+        body["supportsAuthenticatedExtendedCard"] = True
+    return body
+
+
+def card_bytes(agent: HostedAgent, base_url: str, secured: bool = False) -> tuple[bytes, str]:
+    """Encoded 1.0 card and its ETag, cached per base URL; ``secured``: the agent requires
+    API keys (the card lists the schemes, see :func:`secure_card`)."""
+    key = f"1.0 {secured:d} {base_url}"
     cached = agent.cards.get(key)
     if cached is None:
-        body = _enc.encode(build_card(agent, base_url))
+        card = build_card(agent, base_url)
+        body = _enc.encode(_card_json(card, secured, agent.spec.extended_skills is not None))
         cached = _remember(agent, key, body)
     return cached
 
 
-def legacy_card_bytes(agent: HostedAgent, base_url: str) -> tuple[bytes, str]:
+def extended_card_body(request: Request, agent: HostedAgent, caller: Caller) -> Any:
+    """The extended card (the public one plus ``extended_skills``) for an authenticated
+    caller: -32007 when none is configured, 401 for an anonymous caller."""
+    extra = agent.spec.extended_skills
+    if extra is None:
+        raise agent.no_extended_card()
+    if caller.anonymous:
+        raise UnauthenticatedError(
+            "The extended agent card is for authenticated callers: send X-API-Key: KEY or "
+            "Authorization: Bearer KEY"
+        )
+    hub = hub_of(request)
+    aliased = "agent_id" not in request.scope["path_params"]
+    url = base_url(request, hub, None if aliased else agent)
+    card = build_card(agent, url)
+    try:
+        card.skills = [*card.skills, *(msgspec.convert(s, AgentSkill) for s in extra)]
+    except msgspec.ValidationError as exc:
+        raise InvalidParamsError(f"agent {agent.id!r}: bad extended_skills: {exc}") from None
+    return _card_json(card, hub.requires_key(agent.id), True)
+
+
+def legacy_card_bytes(
+    agent: HostedAgent, base_url: str, secured: bool = False
+) -> tuple[bytes, str]:
     """Encoded 0.1 card (``/.well-known/agent.json``) and its ETag."""
-    key = "0.1 " + base_url
+    key = f"0.1 {secured:d} {base_url}"
     cached = agent.cards.get(key)
     if cached is None:
-        body = _enc.encode(v01.encode_card(build_card(agent, base_url), base_url))
+        card = build_card(agent, base_url)
+        if secured:
+            secure_card(card)
+        body = _enc.encode(v01.encode_card(card, base_url))
         cached = _remember(agent, key, body)
     return cached
 
@@ -167,7 +253,10 @@ async def _serve(request: Request, legacy: bool) -> Response:
     agent = agent_of(request, hub)
     aliased = "agent_id" not in request.scope["path_params"]  # the root alias: the root's URL
     url = base_url(request, hub, None if aliased else agent)
-    body, etag = legacy_card_bytes(agent, url) if legacy else card_bytes(agent, url)
+    secured = hub.requires_key(agent.id)
+    body, etag = (
+        legacy_card_bytes(agent, url, secured) if legacy else card_bytes(agent, url, secured)
+    )
     headers = card_headers(agent, etag)
     if not_modified(request.headers, etag, agent.card_modified):
         return Response(status_code=304, headers=headers)

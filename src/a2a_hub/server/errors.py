@@ -24,6 +24,7 @@ from a2a_hub.protocol.errors import A2AError, InternalError
 
 __all__ = [
     "JSON",
+    "WWW_AUTHENTICATE",
     "encode_error",
     "error_body",
     "error_info",
@@ -36,6 +37,9 @@ __all__ = [
 log = logging.getLogger("a2a_hub.server")
 
 JSON = "application/json"
+
+#: The ``WWW-Authenticate`` header of every 401: a bearer token, or the same key in X-API-Key.
+WWW_AUTHENTICATE = 'Bearer realm="a2a-hub", ApiKey realm="a2a-hub" header="X-API-Key"'
 
 _enc = msgspec.json.Encoder()
 
@@ -126,10 +130,15 @@ def error_reply(scope: Scope, err: A2AError) -> Response:
 
     The JSON-RPC endpoint (``POST`` on the agent's own URL) gets a JSON-RPC error
     with a null id (its body was not read); every other route the HTTP+JSON body.
-    Both carry the error's HTTP status.
+    Both carry the error's HTTP status; a 401 also says how to authenticate
+    (``WWW-Authenticate``).
     """
     path = scope["path"]
     root = scope.get("root_path", "")
     if scope.get("method") == "POST" and path[len(root) :] in ("", "/"):
-        return Response(encode_error(None, err, "1.0"), err.http_status, media_type=JSON)
-    return rest_error(err)
+        response = Response(encode_error(None, err, "1.0"), err.http_status, media_type=JSON)
+    else:
+        response = rest_error(err)
+    if err.http_status == 401:
+        response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+    return response

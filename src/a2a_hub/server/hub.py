@@ -34,8 +34,11 @@ from a2a_hub.protocol.errors import (
     UnsupportedOperationError,
 )
 from a2a_hub.protocol.types import AgentExtension
+from a2a_hub.registry import Registry, registry_url
+from a2a_hub.server.auth import Authenticator
+from a2a_hub.server.conversations import ConversationRecorder
 from a2a_hub.server.extensions import declared_extensions
-from a2a_hub.settings import AgentSpec, Settings
+from a2a_hub.settings import AgentSpec, Settings, SettingsError
 from a2a_hub.stores import open_store
 from a2a_hub.stores.base import Store
 from a2a_hub.tools.mcp import close_mcp_sessions
@@ -145,6 +148,24 @@ class Hub:
         self._retiring: dict[asyncio.Task[None], TaskEngine] = {}
         #: The gRPC binding, while it runs (``settings.server.grpc_port``).
         self.grpc: GrpcServer | None = None
+        #: The registry (API keys, agents), when authentication is configured: an agent
+        #: with ``auth = "api-key"``, ``auth.require_keys`` or an ``auth.registry`` URL.
+        self.registry: Registry | None = None
+        self.authenticator: Authenticator | None = None
+        auth = settings.auth
+        if auth.registry or auth.require_keys or any(s.auth for s in settings.agents):
+            url = registry_url(auth.registry, settings.store.url)
+            self.registry = Registry(url, secret=auth.secret)
+            self.authenticator = Authenticator(self.registry, cache_seconds=auth.cache_seconds)
+        #: Per agent, the recorder of its conversations (with a registry, once started).
+        self.recorders: dict[str, ConversationRecorder] = {}
+        self._old_recorders: list[ConversationRecorder] = []
+        self._started = False
+        self._last_cleanup = 0.0
+        self._agents_version = -1
+        self._sync_task: asyncio.Task[None] | None = None
+        #: How often (seconds) the registry's agent version is polled.
+        self.sync_interval = 0.5
         for spec in settings.agents:
             self.add(spec, executors.get(spec.id))
 
@@ -189,6 +210,20 @@ class Hub:
             f"(agents: {self._known()}) or start it with --default-agent"
         )
 
+    def requires_key(self, agent_id: str | None) -> bool:
+        """Whether requests to that agent need an API key."""
+        if self.settings.auth.require_keys:
+            return True
+        agent = self.agents.get(agent_id) if agent_id is not None else None
+        return agent is not None and agent.spec.auth == "api-key"
+
+    @property
+    def open(self) -> bool:
+        """True when no agent requires an API key (anyone may call anything)."""
+        return not self.settings.auth.require_keys and not any(
+            a.spec.auth for a in self.agents.values()
+        )
+
     def _known(self) -> str:
         return ", ".join(sorted(self.agents)) or "none"
 
@@ -210,6 +245,7 @@ class Hub:
         old = self.agents.get(spec.id)
         if old is not None:
             self._retire(old.engine)
+            self._retire_recorder(spec.id)
         engine = TaskEngine(spec.id, executor, self.store, cluster=self.cluster)
         agent = self.agents[spec.id] = HostedAgent(
             spec,
@@ -218,6 +254,8 @@ class Hub:
             card_v03_fields=self.settings.server.card_v03_fields,
             grpc_port=self.grpc.port if self.grpc is not None else None,
         )
+        if self._started and self.registry is not None:
+            self.recorders[spec.id] = ConversationRecorder(self.registry, engine)
         return agent
 
     async def remove(self, agent_id: str, *, cancel_running: bool = False) -> HostedAgent:
@@ -231,12 +269,19 @@ class Hub:
         """
         agent = self.agent(agent_id)
         del self.agents[agent_id]
+        self._retire_recorder(agent_id)
         if cancel_running:
             await _cancel_runs(agent.engine)
             await self._close_engine(agent.engine)
         else:
             self._retire(agent.engine)
         return agent
+
+    def _retire_recorder(self, agent_id: str) -> None:
+        """The recorder of a replaced or removed agent stops when its engine closes."""
+        recorder = self.recorders.pop(agent_id, None)
+        if recorder is not None:
+            self._old_recorders.append(recorder)
 
     def _retire(self, engine: TaskEngine) -> None:
         """Close ``engine`` once its running tasks have ended (it serves no new requests)."""
@@ -271,7 +316,9 @@ class Hub:
     # --- life -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Open the store, join the cluster of instances sharing it, start the gRPC binding."""
+        """Open the store, join the cluster of instances sharing it, start the gRPC binding;
+        with a registry, register the configured agents, host the registered ones and follow
+        its changes."""
         await self.store.open()
         await self.cluster.start()
         server = self.settings.server
@@ -284,10 +331,68 @@ class Hub:
                 await self.cluster.close()
                 await self.store.close()
                 raise
+        self._started = True
+        if self.registry is not None:
+            await self.registry.open()
+            for agent in self.agents.values():
+                self.recorders[agent.id] = ConversationRecorder(self.registry, agent.engine)
+            for agent in list(self.agents.values()):
+                await self.registry.put_agent(agent.spec)
+            await self.sync_agents()
+            self._sync_task = asyncio.ensure_future(self._follow_registry())
+
+    async def sync_agents(self) -> bool:
+        """Host the registry's agents as they are now (added, changed, removed); True if
+        its agent version moved since the last call."""
+        registry = self.registry
+        if registry is None:
+            return False
+        version = await registry.agents_version()
+        if version == self._agents_version:
+            return False
+        self._agents_version = version
+        wanted = {spec.id: spec for spec in await registry.list_agents()}
+        for agent_id, spec in wanted.items():
+            hosted = self.agents.get(agent_id)
+            if hosted is not None and hosted.spec == spec:
+                continue
+            try:
+                self.add(spec)
+            except (SettingsError, ValueError, ImportError) as exc:
+                log.error("registry agent %r cannot be hosted here: %s", agent_id, exc)
+        for agent_id in [a for a in self.agents if a not in wanted]:
+            await self.remove(agent_id)
+        return True
+
+    async def _forget_old_conversations(self) -> None:
+        days = self.settings.auth.conversation_retention
+        loop = asyncio.get_running_loop()
+        if self.registry is None or not days or loop.time() - self._last_cleanup < 60:
+            return
+        self._last_cleanup = loop.time()
+        gone = await self.registry.forget_conversations(days * 86400)
+        if gone:
+            log.info("deleted %d conversations older than %g days", gone, days)
+
+    async def _follow_registry(self) -> None:
+        while True:
+            await asyncio.sleep(self.sync_interval)
+            try:
+                await self.sync_agents()
+                await self._forget_old_conversations()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("reading the registry's agents failed; retrying", exc_info=True)
 
     async def close(self) -> None:
         """Stop the gRPC binding and running tasks (removed agents' too), leave the cluster,
-        close the store."""
+        close the store and the registry."""
+        if self._sync_task is not None:
+            self._sync_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sync_task
+            self._sync_task = None
         if self.grpc is not None:
             await self.grpc.stop()
             self.grpc = None
@@ -303,8 +408,14 @@ class Hub:
             await agent.engine.close()
             await agent.engine.executor.close()
         await close_mcp_sessions()
+        for recorder in [*self.recorders.values(), *self._old_recorders]:
+            await recorder.close()  # (what the engines published last is recorded first)
+        self.recorders.clear()
+        self._old_recorders.clear()
         await self.cluster.close()
         await self.store.close()
+        if self.registry is not None:
+            await self.registry.close()
 
 
 def _running(engine: TaskEngine) -> list[TaskRun]:

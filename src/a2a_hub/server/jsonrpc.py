@@ -67,6 +67,7 @@ class Call:
     id: str | int | None = None
     last_event_id: str | None = None
     caller: Caller = ANONYMOUS
+    request: Request | None = None
 
 
 Handler = Callable[[Call], Awaitable[Any]]
@@ -159,8 +160,12 @@ async def _no_push(call: Call) -> Any:
     raise call.agent.push_not_supported()
 
 
-async def _no_extended_card(call: Call) -> Any:
-    raise call.agent.no_extended_card()
+async def _extended_card(call: Call) -> Any:
+    from a2a_hub.server.cards import extended_card_body
+
+    if call.request is None:
+        raise call.agent.no_extended_card()
+    return extended_card_body(call.request, call.agent, call.caller)
 
 
 # --- 1.0 -----------------------------------------------------------------------------
@@ -220,7 +225,7 @@ V10: dict[str, Handler] = {
     "GetTaskPushNotificationConfig": _no_push,
     "ListTaskPushNotificationConfigs": _no_push,
     "DeleteTaskPushNotificationConfig": _no_push,
-    "GetExtendedAgentCard": _no_extended_card,
+    "GetExtendedAgentCard": _extended_card,
 }
 
 # --- 0.3 and 0.1 ---------------------------------------------------------------------
@@ -311,7 +316,7 @@ V03: dict[str, Handler] = {
     "tasks/pushNotificationConfig/get": _no_push,
     "tasks/pushNotificationConfig/list": _no_push,
     "tasks/pushNotificationConfig/delete": _no_push,
-    "agent/getAuthenticatedExtendedCard": _no_extended_card,
+    "agent/getAuthenticatedExtendedCard": _extended_card,
 }
 
 V01: dict[str, Handler] = {
@@ -445,7 +450,7 @@ async def rpc(request: Request) -> Response:
             raise InvalidRequestError('jsonrpc must be "2.0"')
         family, handler = resolve_family(version, env.method)
         last_event_id = request.headers.get("last-event-id")
-        call = Call(agent, env.params, req_id, last_event_id, caller_of(request))
+        call = Call(agent, env.params, req_id, last_event_id, caller_of(request), request)
         result = await handler(call)
         if isinstance(result, SseReply):
             return sse_response(result, hub.settings.server.sse_heartbeat)

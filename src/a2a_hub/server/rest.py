@@ -245,6 +245,8 @@ async def push_config(request: Request) -> Response:
 
 @guarded
 async def extended_card(request: Request) -> Response:
-    """``GET /extendedAgentCard``: none is configured."""
+    """``GET /extendedAgentCard``: the extended card, to authenticated callers."""
+    from a2a_hub.server.cards import extended_card_body
+
     _, agent = _target(request)
-    raise agent.no_extended_card()
+    return _ok(extended_card_body(request, agent, caller_of(request)))

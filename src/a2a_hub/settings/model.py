@@ -230,6 +230,45 @@ class AuthSettings(Section):
     key_prefix = "auth_"
     title = "Authentication"
 
+    registry: Annotated[
+        str | None,
+        setting(
+            "Registry of API keys and agents: sqlite:///PATH or postgresql://… "
+            "(default: the store's database if SQL).",
+            key="registry",
+            metavar="URL",
+        ),
+    ] = None
+    require_keys: Annotated[
+        bool,
+        setting("Every agent requires an API key (as if each had auth = 'api-key')."),
+    ] = False
+    secret: Annotated[
+        str | None,
+        setting(
+            "Server secret keying the hashes of API keys (HMAC-SHA-256); when unset one is "
+            "generated once and kept in the registry.  Not a command-line option.",
+            cli=False,
+        ),
+    ] = None
+    cache_seconds: Annotated[
+        float,
+        setting(
+            "Seconds a looked-up API key is cached (a revoked key stops within this).",
+            ge=0,
+            metavar="SECONDS",
+        ),
+    ] = 1.0
+    conversation_retention: Annotated[
+        float,
+        setting(
+            "Days after which a conversation nobody continued is deleted (0: keep forever).",
+            key="conversation_retention",
+            ge=0,
+            metavar="DAYS",
+        ),
+    ] = 0.0
+
 
 class AgentSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """One hosted agent: its id (the ``/a2a/{id}`` path), kind and options.
@@ -243,6 +282,12 @@ class AgentSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str | None = None
     description: str | None = None
     version: str = "1.0.0"
+    #: ``"api-key"``: every request needs an API key opening this agent; ``None``: open
+    #: (unless ``auth.require_keys``).
+    auth: Literal["api-key"] | None = None
+    #: Skills (A2A ``AgentSkill`` objects) shown only on the extended card, to
+    #: authenticated callers; ``None``: no extended card (``GetExtendedAgentCard`` -32007).
+    extended_skills: list[dict[str, Any]] | None = None
     options: dict[str, Any] = msgspec.field(default_factory=dict)
     #: Extensions for the card (``[[agents.extensions]]``: uri, description, required, params).
     extensions: list[AgentExtension] = msgspec.field(default_factory=list)
@@ -258,7 +303,8 @@ def parse_agent_spec(text: str) -> AgentSpec:
 
     ``echo`` → the echo agent at ``/a2a/echo``; ``bot=pkg.mod:Bot`` → the
     executor class ``Bot`` at ``/a2a/bot``; ``pkg.mod:Bot`` alone gets the id
-    ``bot``; ``echo?reply=message`` passes options.
+    ``bot``; ``echo?reply=message`` passes options; ``auth=api-key`` among them is the
+    spec's :attr:`AgentSpec.auth` (the agent requires API keys), not an executor option.
     """
     spec, _, query = text.partition("?")
     agent_id, eq, target = spec.partition("=")
@@ -268,13 +314,16 @@ def parse_agent_spec(text: str) -> AgentSpec:
     if not target:
         raise SettingsError(f"--agent {text!r}: say which agent, e.g. 'echo' or 'mymod:MyExecutor'")
     options: dict[str, Any] = dict(parse_qsl(query, keep_blank_values=True))
+    auth = options.pop("auth", None)
+    if auth not in (None, "api-key"):
+        raise SettingsError(f"--agent {text!r}: auth must be 'api-key', not {auth!r}")
     if ":" in target:
         kind, executor = "python", target
         agent_id = agent_id or target.rsplit(":", 1)[1].lower()
     else:
         kind, executor = target, None
         agent_id = agent_id or target
-    return AgentSpec(id=agent_id.strip(), kind=kind, executor=executor, options=options)
+    return AgentSpec(id=agent_id.strip(), kind=kind, executor=executor, auth=auth, options=options)
 
 
 class MCPServerSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):

@@ -1,0 +1,172 @@
+"""The registry's SQL schema: tables, its version and the migrations between versions.
+
+Tables are prefixed ``a2a_reg_`` so that the registry can share the task store's
+database (the default when the store is SQL) without touching its tables; the
+registry keeps its own version row (``a2a_reg_meta``, name ``schema``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from sqlalchemy import (
+    Column,
+    Double,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.schema import CreateIndex, CreateTable
+
+__all__ = [
+    "REGISTRY_SCHEMA_VERSION",
+    "agents",
+    "api_keys",
+    "conversations",
+    "mcp_servers",
+    "messages",
+    "meta",
+    "metadata",
+    "setup_registry_schema",
+]
+
+#: Version of the registry schema this code writes.  Bump it and add an entry to
+#: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
+REGISTRY_SCHEMA_VERSION = 1
+
+_PG_SCHEMA_LOCK = 0x0A2A_0BEE  # pg_advisory_xact_lock key serialising registry setup
+
+metadata = MetaData()
+
+#: Named values: ``schema`` (the version), ``agents`` (bumped by every agent change),
+#: ``keys`` (bumped by every revocation), ``secret`` (the generated HMAC secret).
+meta = Table(
+    "a2a_reg_meta",
+    metadata,
+    Column("name", String, primary_key=True),
+    Column("value", String, nullable=False),
+    Column("number", Integer, nullable=False, default=0),
+)
+
+api_keys = Table(
+    "a2a_reg_api_keys",
+    metadata,
+    Column("key_id", String, primary_key=True),
+    # HMAC-SHA-256 of the key under the server secret (hex); the key itself is never stored.
+    Column("key_hash", String, nullable=False, unique=True),
+    Column("prefix", String, nullable=False),  # the first characters, for people to tell keys apart
+    Column("name", String, nullable=True),
+    Column("principal", String, nullable=False),
+    Column("agents", String, nullable=True),  # JSON list of agent ids; NULL: every agent
+    Column("scopes", String, nullable=False),  # space-separated
+    Column("created_at", Double, nullable=False),
+    Column("expires_at", Double, nullable=True),
+    Column("revoked_at", Double, nullable=True),
+    Column("last_used_at", Double, nullable=True),
+)
+Index("ix_a2a_reg_api_keys_principal", api_keys.c.principal)
+
+agents = Table(
+    "a2a_reg_agents",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("spec", LargeBinary, nullable=False),  # the AgentSpec as JSON
+    Column("updated_at", Double, nullable=False),
+)
+
+conversations = Table(
+    "a2a_reg_conversations",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("context_id", String, primary_key=True),
+    Column("owner", String, nullable=True),
+    Column("created_at", Double, nullable=False),
+    Column("updated_at", Double, nullable=False),
+    Column("last_seq", Integer, nullable=False),
+)
+Index("ix_a2a_reg_conversations_updated", conversations.c.updated_at)
+
+messages = Table(
+    "a2a_reg_messages",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("context_id", String, primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("message_id", String, nullable=False),
+    Column("task_id", String, nullable=True),
+    Column("created_at", Double, nullable=False),
+    Column("data", LargeBinary, nullable=False),  # the Message as JSON
+)
+Index(
+    "ix_a2a_reg_messages_id",
+    messages.c.agent_id,
+    messages.c.context_id,
+    messages.c.message_id,
+    unique=True,
+)
+
+mcp_servers = Table(
+    "a2a_reg_mcp_servers",
+    metadata,
+    Column("name", String, primary_key=True),
+    Column("transport", String, nullable=False),  # stdio | streamable-http
+    Column("command", String, nullable=True),  # JSON list (stdio)
+    Column("url", String, nullable=True),  # streamable-http
+    Column("headers", String, nullable=True),  # JSON object
+    Column("updated_at", Double, nullable=False),
+)
+
+_TABLES = (api_keys, agents, conversations, messages, mcp_servers)
+
+
+async def _create(conn: AsyncConnection, table: Table) -> None:
+    await conn.execute(CreateTable(table, if_not_exists=True))
+    for index in sorted(table.indexes, key=lambda ix: str(ix.name)):
+        await conn.execute(CreateIndex(index, if_not_exists=True))
+
+
+# Upgrades, keyed by the version they produce; each runs inside the setup transaction.
+_MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {}
+
+
+async def setup_registry_schema(conn: AsyncConnection, safe_url: str) -> None:
+    """Create the registry's tables, or upgrade older ones (in ``conn``'s transaction);
+    refuse a schema newer than this code."""
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_SCHEMA_LOCK})
+    await _create(conn, meta)
+    found_text = (
+        await conn.execute(select(meta.c.value).where(meta.c.name == "schema"))
+    ).scalar_one_or_none()
+    found = None if found_text is None else int(found_text)
+    insert = pg_dialect.insert if dialect == "postgresql" else sqlite_dialect.insert
+    if found is None:
+        for table in _TABLES:
+            await _create(conn, table)
+        rows = [
+            {"name": "schema", "value": str(REGISTRY_SCHEMA_VERSION), "number": 0},
+            {"name": "agents", "value": "", "number": 0},
+            {"name": "keys", "value": "", "number": 0},
+        ]
+        await conn.execute(insert(meta).values(rows).on_conflict_do_nothing())
+    elif found > REGISTRY_SCHEMA_VERSION:
+        raise RuntimeError(
+            f"Registry {safe_url} has schema version {found}, newer than this a2a-hub "
+            f"understands ({REGISTRY_SCHEMA_VERSION}); upgrade a2a-hub"
+        )
+    elif found < REGISTRY_SCHEMA_VERSION:
+        for version in range(found + 1, REGISTRY_SCHEMA_VERSION + 1):
+            await _MIGRATIONS[version](conn)
+        await conn.execute(
+            update(meta).where(meta.c.name == "schema").values(value=str(REGISTRY_SCHEMA_VERSION))
+        )

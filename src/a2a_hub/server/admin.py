@@ -1,0 +1,394 @@
+"""The admin API at ``/admin/v1``: agents, API keys, tasks and MCP servers, as JSON.
+
+Every route needs a key with the ``admin`` scope (``X-API-Key`` or ``Authorization:
+Bearer``): 401 without one or with a bad one, 403 for a key without the scope.
+The API is off (404) on a hub without a registry, and usable only once an admin
+key exists (``a2a-hub keys create --all-agents --scope admin``).
+
+Errors have one shape, the A2A HTTP+JSON error body::
+
+    {"error": {"code": 404, "status": "NOT_FOUND", "message": "…",
+               "details": [{"@type": "…ErrorInfo", "reason": "NOT_FOUND", …}]}}
+
+Routes::
+
+    GET    /admin/v1/agents                  the registry's agents (with "hosted" here)
+    POST   /admin/v1/agents                  create (201): {"id", "kind", "options", "auth", …}
+    GET    /admin/v1/agents/{id}
+    PUT    /admin/v1/agents/{id}             create or replace
+    DELETE /admin/v1/agents/{id}
+    GET    /admin/v1/keys[?principal=]       keys (never the key itself)
+    POST   /admin/v1/keys                    {"agents": [...] | null, "scopes", "name",
+                                             "principal", "expires": "30d"} -> 201 {"key", …}
+    DELETE /admin/v1/keys/{id}               revoke
+    GET    /admin/v1/tasks?agent=&owner=&contextId=&state=&maxAgeSeconds=&pageSize=&pageToken=
+    DELETE /admin/v1/tasks/{agent}/{taskId}
+    GET    /admin/v1/conversations[?agent=&owner=]
+    GET    /admin/v1/conversations/{agent}/{contextId}/messages[?pageSize=&pageToken=]
+    GET    /admin/v1/mcp-servers
+    POST   /admin/v1/mcp-servers             {"name", "transport", "command" | "url", "headers"}
+    GET|PUT|DELETE /admin/v1/mcp-servers/{name}
+
+An agent created, changed or removed here is applied on this instance at once
+and on every instance sharing the registry within a second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from a2a_hub.agents.loader import build_executor
+from a2a_hub.engine.caller import Caller
+from a2a_hub.protocol.errors import (
+    A2AError,
+    AgentNotFoundError,
+    InvalidParamsError,
+    PermissionDeniedError,
+    ResourceNotFoundError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnauthenticatedError,
+)
+from a2a_hub.protocol.types import TaskState
+from a2a_hub.registry import McpServer, Registry, RegistryError, UnknownEntryError, parse_duration
+from a2a_hub.server.auth import key_of
+from a2a_hub.server.errors import JSON, WWW_AUTHENTICATE, protocol_error, rest_error
+from a2a_hub.server.http import hub_of
+from a2a_hub.server.hub import Hub
+from a2a_hub.settings import AgentSpec, SettingsError
+from a2a_hub.stores.base import TaskQuery
+
+__all__ = ["ADMIN_ROUTES"]
+
+_enc = msgspec.json.Encoder()
+_BY_LABEL = {state.label: state for state in TaskState}
+
+Handler = Callable[[Request, Hub, Registry], Awaitable[Any]]
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return Response(_enc.encode(value), status, media_type=JSON)
+
+
+async def _admin_caller(request: Request, hub: Hub) -> Registry:
+    registry, authenticator = hub.registry, hub.authenticator
+    if registry is None or authenticator is None:
+        raise ResourceNotFoundError(
+            "The admin API is off: this hub has no registry (configure auth, e.g. --registry URL)"
+        )
+    key = key_of(request.scope)
+    if key is None:
+        raise UnauthenticatedError(
+            "The admin API needs a key with the admin scope (X-API-Key or Authorization: Bearer)"
+        )
+    caller: Caller = await authenticator.caller(key)
+    if "admin" not in caller.scopes:
+        raise PermissionDeniedError("This API key has no admin scope")
+    return registry
+
+
+def admin(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """An admin endpoint: the admin key checked, the result (or error) encoded."""
+
+    @functools.wraps(handler)
+    async def endpoint(request: Request) -> Response:
+        try:
+            hub = hub_of(request)
+            registry = await _admin_caller(request, hub)
+            result = await handler(request, hub, registry)
+        except UnknownEntryError as exc:
+            return rest_error(ResourceNotFoundError(str(exc)))
+        except (RegistryError, SettingsError) as exc:
+            return rest_error(InvalidParamsError(str(exc)))
+        except Exception as exc:
+            response = rest_error(protocol_error(exc, f"{request.method} {request.url.path}"))
+            if response.status_code == 401:
+                response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+            return response
+        if isinstance(result, Response):
+            return result
+        return _json(result)
+
+    return endpoint
+
+
+async def _body(request: Request, type_: type[Any]) -> Any:
+    raw = await request.body()
+    try:
+        return msgspec.json.decode(raw or b"{}", type=type_)
+    except msgspec.ValidationError as exc:
+        raise InvalidParamsError(f"bad request body: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise InvalidParamsError(f"request body must be JSON: {exc}") from None
+
+
+# --- agents ---------------------------------------------------------------------------
+
+
+def _agent_json(spec: AgentSpec, hub: Hub) -> dict[str, Any]:
+    return {**msgspec.to_builtins(spec), "hosted": spec.id in hub.agents}
+
+
+async def _save_agent(hub: Hub, registry: Registry, spec: AgentSpec) -> None:
+    if not spec.id or "/" in spec.id:
+        raise InvalidParamsError(f"agent id {spec.id!r} must be non-empty and contain no '/'")
+    build_executor(spec)  # refuse what no instance could host (SettingsError: 400)
+    await registry.put_agent(spec)
+    await hub.sync_agents()
+
+
+@admin
+async def list_agents(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``GET /agents``."""
+    return {"agents": [_agent_json(s, hub) for s in await registry.list_agents()]}
+
+
+@admin
+async def create_agent(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``POST /agents``: 201, or 409-like 400 if the id is taken (use PUT to replace)."""
+    spec: AgentSpec = await _body(request, AgentSpec)
+    if await registry.get_agent(spec.id) is not None:
+        raise InvalidParamsError(f"agent {spec.id!r} exists; PUT /admin/v1/agents/{spec.id}")
+    await _save_agent(hub, registry, spec)
+    return _json(_agent_json(spec, hub), 201)
+
+
+@admin
+async def get_agent(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``GET /agents/{id}``."""
+    agent_id = request.path_params["agent_id"]
+    spec = await registry.get_agent(agent_id)
+    if spec is None:
+        raise AgentNotFoundError(f"No agent {agent_id!r} in the registry")
+    return _agent_json(spec, hub)
+
+
+@admin
+async def put_agent(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``PUT /agents/{id}``: create or replace."""
+    body: dict[str, Any] = await _body(request, dict[str, Any])
+    body["id"] = request.path_params["agent_id"]
+    try:
+        spec = msgspec.convert(body, AgentSpec)
+    except msgspec.ValidationError as exc:
+        raise InvalidParamsError(f"bad agent: {exc}") from None
+    await _save_agent(hub, registry, spec)
+    return _agent_json(spec, hub)
+
+
+@admin
+async def delete_agent(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``DELETE /agents/{id}``."""
+    agent_id = request.path_params["agent_id"]
+    if not await registry.delete_agent(agent_id):
+        raise AgentNotFoundError(f"No agent {agent_id!r} in the registry")
+    await hub.sync_agents()
+    return {"deleted": agent_id}
+
+
+# --- keys -----------------------------------------------------------------------------
+
+
+class _NewKey(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    agents: list[str] | None = None
+    scopes: list[str] | None = None
+    name: str | None = None
+    principal: str | None = None
+    expires: str | None = None
+
+
+@admin
+async def list_keys(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``GET /keys``."""
+    keys = await registry.list_keys(request.query_params.get("principal") or None)
+    return {"keys": [msgspec.to_builtins(k) for k in keys]}
+
+
+@admin
+async def create_key(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``POST /keys``: the key, shown this once."""
+    new: _NewKey = await _body(request, _NewKey)
+    key, info = await registry.create_key(
+        principal=new.principal,
+        agents=new.agents,
+        scopes=new.scopes,
+        name=new.name,
+        expires_in=parse_duration(new.expires) if new.expires else None,
+    )
+    return _json({"key": key, **msgspec.to_builtins(info)}, 201)
+
+
+@admin
+async def revoke_key(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``DELETE /keys/{id}``: revoked here at once (and elsewhere within the cache bound)."""
+    info = await registry.revoke_key(request.path_params["key_id"])
+    if hub.authenticator is not None:
+        hub.authenticator.forget()
+    return msgspec.to_builtins(info)
+
+
+# --- tasks ----------------------------------------------------------------------------
+
+
+def _float(request: Request, name: str) -> float | None:
+    value = request.query_params.get(name)
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise InvalidParamsError(f"{name} must be a number, not {value!r}") from None
+
+
+@admin
+async def search_tasks(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``GET /tasks?agent=…``: newest first, paged."""
+    q = request.query_params
+    agent_id = q.get("agent")
+    if not agent_id:
+        raise InvalidParamsError("say which agent: /admin/v1/tasks?agent=ID")
+    state = None
+    if q.get("state"):
+        state = _BY_LABEL.get(q["state"]) or _BY_LABEL.get("TASK_STATE_" + q["state"].upper())
+        if state is None:
+            raise InvalidParamsError(f"unknown state {q['state']!r}")
+    age = _float(request, "maxAgeSeconds")
+    size = int(_float(request, "pageSize") or 50)
+    query = TaskQuery(
+        context_id=q.get("contextId") or None,
+        state=state,
+        owner=q.get("owner") or None,
+        updated_after=None if age is None else time.time() - age,
+        page_size=max(1, min(size, 1000)),
+        page_token=q.get("pageToken") or None,
+    )
+    page = await hub.store.list_tasks(agent_id, query)
+    return msgspec.to_builtins(page)
+
+
+@admin
+async def delete_task(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``DELETE /tasks/{agent}/{taskId}``: a running task is canceled first."""
+    agent_id, task_id = request.path_params["agent_id"], request.path_params["task_id"]
+    agent = hub.agents.get(agent_id)
+    if agent is not None and task_id in agent.engine.runs:
+        with contextlib.suppress(TaskNotFoundError, TaskNotCancelableError):
+            await agent.engine.cancel_task(task_id)
+    if not await hub.store.delete_task(agent_id, task_id):
+        raise TaskNotFoundError(f"No task {task_id!r} of agent {agent_id!r}")
+    return {"deleted": task_id}
+
+
+# --- conversations --------------------------------------------------------------------
+
+
+@admin
+async def list_conversations(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``GET /conversations?agent=&owner=``: most recently updated first."""
+    q = request.query_params
+    found = await registry.list_conversations(q.get("agent") or None, q.get("owner") or None)
+    return {"conversations": found}
+
+
+@admin
+async def conversation_history(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``GET /conversations/{agent}/{contextId}/messages?pageSize=&pageToken=``."""
+    size = max(1, min(int(_float(request, "pageSize") or 100), 1000))
+    after = int(_float(request, "pageToken") or 0)
+    found = await registry.conversation(
+        request.path_params["agent_id"], request.path_params["context_id"], after=after, limit=size
+    )
+    if found is None:
+        raise ResourceNotFoundError(f"No conversation {request.path_params['context_id']!r}")
+    owner, page = found
+    return {
+        "owner": owner,
+        "messages": [msgspec.to_builtins(m) for _, m in page],
+        "nextPageToken": str(page[-1][0]) if len(page) == size else "",
+    }
+
+
+# --- MCP servers ----------------------------------------------------------------------
+
+
+@admin
+async def list_mcp(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``GET /mcp-servers``."""
+    return {"mcpServers": [msgspec.to_builtins(s) for s in await registry.list_mcp_servers()]}
+
+
+@admin
+async def create_mcp(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``POST /mcp-servers``."""
+    server: McpServer = await _body(request, McpServer)
+    if await registry.get_mcp_server(server.name) is not None:
+        raise InvalidParamsError(f"MCP server {server.name!r} exists; use PUT to replace it")
+    await registry.put_mcp_server(server)
+    return _json(msgspec.to_builtins(server), 201)
+
+
+@admin
+async def get_mcp(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``GET /mcp-servers/{name}``."""
+    server = await registry.get_mcp_server(request.path_params["name"])
+    if server is None:
+        raise ResourceNotFoundError(f"No MCP server {request.path_params['name']!r}")
+    return msgspec.to_builtins(server)
+
+
+@admin
+async def put_mcp(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``PUT /mcp-servers/{name}``: create or replace."""
+    body: dict[str, Any] = await _body(request, dict[str, Any])
+    body["name"] = request.path_params["name"]
+    try:
+        server = msgspec.convert(body, McpServer)
+    except msgspec.ValidationError as exc:
+        raise InvalidParamsError(f"bad MCP server: {exc}") from None
+    await registry.put_mcp_server(server)
+    return msgspec.to_builtins(server)
+
+
+@admin
+async def delete_mcp(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``DELETE /mcp-servers/{name}``."""
+    if not await registry.delete_mcp_server(request.path_params["name"]):
+        raise ResourceNotFoundError(f"No MCP server {request.path_params['name']!r}")
+    return {"deleted": request.path_params["name"]}
+
+
+async def _unknown(request: Request) -> Response:
+    err: A2AError = ResourceNotFoundError(f"No admin route {request.url.path}")
+    return rest_error(err)
+
+
+#: The admin routes, mounted at ``/admin/v1``.
+ADMIN_ROUTES: list[BaseRoute] = [
+    Route("/agents", list_agents, methods=["GET"]),
+    Route("/agents", create_agent, methods=["POST"]),
+    Route("/agents/{agent_id}", get_agent, methods=["GET"]),
+    Route("/agents/{agent_id}", put_agent, methods=["PUT"]),
+    Route("/agents/{agent_id}", delete_agent, methods=["DELETE"]),
+    Route("/keys", list_keys, methods=["GET"]),
+    Route("/keys", create_key, methods=["POST"]),
+    Route("/keys/{key_id}", revoke_key, methods=["DELETE"]),
+    Route("/tasks", search_tasks, methods=["GET"]),
+    Route("/tasks/{agent_id}/{task_id}", delete_task, methods=["DELETE"]),
+    Route("/conversations", list_conversations, methods=["GET"]),
+    Route("/conversations/{agent_id}/{context_id}/messages", conversation_history, methods=["GET"]),
+    Route("/mcp-servers", list_mcp, methods=["GET"]),
+    Route("/mcp-servers", create_mcp, methods=["POST"]),
+    Route("/mcp-servers/{name}", get_mcp, methods=["GET"]),
+    Route("/mcp-servers/{name}", put_mcp, methods=["PUT"]),
+    Route("/mcp-servers/{name}", delete_mcp, methods=["DELETE"]),
+    Route("/{rest:path}", _unknown, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
+]

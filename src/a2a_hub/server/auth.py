@@ -1,0 +1,132 @@
+"""API-key authentication: the caller of a request from its ``X-API-Key`` / Bearer key.
+
+:class:`ApiKeyMiddleware` is the hub's :class:`~a2a_hub.server.caller.CallerMiddleware`.
+For an agent that requires keys (``auth = "api-key"`` on the agent, or the
+``auth.require_keys`` setting) a request without a key, or with an unknown,
+revoked or expired one, is refused with 401 (``WWW-Authenticate`` and a protocol
+error body), and a key that does not open the agent with 403.  The agent cards
+stay public.  On an open agent a request without a key is :data:`ANONYMOUS`; one
+with a key is that key's caller (so its tasks are its own), and a bad key is
+still refused.
+
+Looked-up keys are cached in the process for ``auth.cache_seconds`` (1 s by
+default): a key revoked on another instance sharing the registry stops working
+here within that bound; revoked through this process's :class:`Authenticator`
+(admin API), at once.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from starlette.types import Scope
+
+from a2a_hub.engine.caller import ANONYMOUS, Caller
+from a2a_hub.protocol.errors import PermissionDeniedError, UnauthenticatedError
+from a2a_hub.registry import KeyInfo, Registry
+from a2a_hub.server.caller import CallerMiddleware
+
+if TYPE_CHECKING:
+    from a2a_hub.server.hub import Hub
+
+__all__ = ["ApiKeyMiddleware", "Authenticator", "authenticate", "key_of"]
+
+_PUBLIC_SUFFIXES = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+
+
+def key_of(scope: Scope) -> str | None:
+    """The API key a request carries (``X-API-Key`` or ``Authorization: Bearer``), if any."""
+    bearer: str | None = None
+    for name, value in scope["headers"]:
+        if name == b"x-api-key":
+            return value.decode("latin-1").strip() or None
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            if scheme.lower() == "bearer":
+                bearer = token.strip() or None
+    return bearer
+
+
+class Authenticator:
+    """Turns keys into callers through the registry, with a short in-process cache."""
+
+    def __init__(self, registry: Registry, *, cache_seconds: float = 1.0) -> None:
+        self.registry = registry
+        self.cache_seconds = cache_seconds
+        self._cache: dict[str, tuple[float, KeyInfo | None, Caller | None]] = {}
+
+    def forget(self) -> None:
+        """Drop every cached lookup (after a revocation through this process)."""
+        self._cache.clear()
+
+    async def caller(self, key: str) -> Caller:
+        """The caller of a usable key, or :class:`UnauthenticatedError`."""
+        now = time.monotonic()
+        cached = self._cache.get(key)
+        if cached is not None and now - cached[0] < self.cache_seconds:
+            _, info, caller = cached
+        else:
+            info = await self.registry.lookup_key(key)
+            caller = None
+            if info is not None:
+                caller = Caller(
+                    principal=info.principal,
+                    key_id=info.id,
+                    scopes=frozenset(info.scopes),
+                    agents=None if info.agents is None else frozenset(info.agents),
+                )
+            if self.cache_seconds > 0:
+                if len(self._cache) > 10_000:
+                    self._cache.clear()
+                self._cache[key] = (now, info, caller)
+        if info is None or caller is None:
+            raise UnauthenticatedError("Unknown API key")
+        if (info.expires_at is not None or info.revoked_at is not None) and not info.usable(
+            time.time()
+        ):
+            what = "revoked" if info.revoked_at is not None else "expired"
+            raise UnauthenticatedError(f"This API key was {what}; ask for a new one")
+        return caller
+
+
+async def authenticate(hub: Hub, agent_id: str | None, key: str | None) -> Caller:
+    """The caller of a request to ``agent_id`` carrying ``key`` (``None``: no key), for
+    any transport (HTTP here; gRPC metadata, WebSocket headers): :data:`ANONYMOUS` on an
+    open agent without a key, the key's caller, or :class:`UnauthenticatedError` (401 /
+    gRPC UNAUTHENTICATED) / :class:`PermissionDeniedError` (403 / PERMISSION_DENIED)."""
+    if key is None:
+        if not hub.requires_key(agent_id):
+            return ANONYMOUS
+        raise UnauthenticatedError(
+            f"Agent {agent_id!r} requires an API key: send X-API-Key: KEY or "
+            "Authorization: Bearer KEY"
+        )
+    authenticator = hub.authenticator
+    if authenticator is None:
+        if not hub.requires_key(agent_id):
+            return ANONYMOUS  # an open hub without a registry ignores keys
+        raise UnauthenticatedError("Unknown API key (this hub has no API keys)")
+    caller = await authenticator.caller(key)
+    if caller.agents is not None and agent_id not in caller.agents:
+        raise PermissionDeniedError(f"This API key does not open agent {agent_id!r}")
+    return caller
+
+
+class ApiKeyMiddleware(CallerMiddleware):
+    """The caller of each agent request from its API key (see the module's docstring)."""
+
+    async def identify(self, scope: Scope) -> Caller:
+        """ANONYMOUS on open agents without a key and for the public cards; the key's
+        caller, or 401 / 403 (:func:`authenticate`)."""
+        if _public(scope):
+            return ANONYMOUS
+        hub: Hub = scope["app"].state.hub
+        agent_id = scope["path_params"].get("agent_id")
+        if agent_id is None:
+            agent_id = hub.default_agent_id
+        return await authenticate(hub, agent_id, key_of(scope))
+
+
+def _public(scope: Scope) -> bool:
+    return scope.get("method") in ("GET", "HEAD") and scope["path"].endswith(_PUBLIC_SUFFIXES)

@@ -117,6 +117,18 @@ PUBLIC: dict[str, list[str]] = {
         "setting",
         "setting_fields",
     ],
+    "a2a_hub.registry": [
+        "DEFAULT_REGISTRY",
+        "KEY_PREFIX",
+        "KeyInfo",
+        "McpServer",
+        "Registry",
+        "RegistryError",
+        "SCOPES",
+        "UnknownEntryError",
+        "parse_duration",
+        "registry_url",
+    ],
     "a2a_hub.server.grpc": ["A2AServicer", "AGENT_METADATA", "GrpcServer"],
     "a2a_hub.tools": [
         "EXIT_TOOL",

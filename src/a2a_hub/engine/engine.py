@@ -25,6 +25,7 @@ from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.engine.flusher import Flusher
 from a2a_hub.engine.log import TaskLog, not_found
 from a2a_hub.engine.pubsub import DEFAULT_FEED_BUFFER, Feed, PubSub
+from a2a_hub.engine.push import PushConfigs, masked
 from a2a_hub.engine.requests import check_follow, check_history_length, task_query
 from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.runs import Runs
@@ -36,6 +37,7 @@ from a2a_hub.protocol.types import (
     Message,
     SendMessageRequest,
     Task,
+    TaskPushNotificationConfig,
 )
 from a2a_hub.stores.base import Store, StoredTask
 
@@ -69,6 +71,8 @@ class TaskEngine:
         #: Each task's events after a given seq, those not written yet included.
         coordinator = None if cluster is None else cluster.coordinator
         self.log = TaskLog(agent_id, store, self._runs, coordinator)
+        #: The tasks' push notification configs (the hub sets ``push.check_url``).
+        self.push = PushConfigs(agent_id, store)
         if cluster is not None:
             cluster.engines[agent_id] = self
 
@@ -88,6 +92,8 @@ class TaskEngine:
         """
         run = await self._runs.open(request, new_task_id=new_task_id, caller=caller)
         config = request.configuration
+        if config is not None and config.task_push_notification_config is not None:
+            await self._register_inline(run, config.task_push_notification_config)
         history_length = config.history_length if config is not None else None
         if config is not None and config.return_immediately:
             run.ensure_task()
@@ -123,6 +129,9 @@ class TaskEngine:
     ) -> TaskStream:
         """``SendStreamingMessage``: the events of the turn this message starts, live."""
         run = await self._runs.open(request, new_task_id=new_task_id, caller=caller)
+        config = request.configuration
+        if config is not None and config.task_push_notification_config is not None:
+            await self._register_inline(run, config.task_push_notification_config)
         run.ctx.streaming = True
         fresh = run.task is None  # else a continued task: from its snapshot, new message included
         stream = TaskStream(self.log, self.pubsub, run.task_id, after=0 if fresh else None)
@@ -225,6 +234,61 @@ class TaskEngine:
             instance=self.cluster,
             wait=self.cancel_wait,
         )
+
+    # --- push notification configs --------------------------------------------------
+
+    async def _register_inline(self, run: TaskRun, config: TaskPushNotificationConfig) -> None:
+        """A config given with ``SendMessage``: checked first, stored once the task is."""
+        await self.push.check(config)
+        run.ensure_task()
+        await run.flush()
+        await self.push.set(run.task_id, config)
+
+    async def _visible(self, task_id: str, caller: Caller) -> None:
+        """Refuse (not found) a task that does not exist or ``caller`` may not see; a
+        running task is written first, so that the store knows it."""
+        run = self._runs.get(task_id)
+        if run is not None and run.task is not None:
+            _check_sees(caller, run.owner, task_id)
+            if run.dirty:
+                await run.flush()
+            return
+        await self._record(task_id, caller)
+
+    async def set_push_config(
+        self, config: TaskPushNotificationConfig, *, caller: Caller = ANONYMOUS
+    ) -> TaskPushNotificationConfig:
+        """``CreateTaskPushNotificationConfig`` for ``config.task_id`` (an id is given if it
+        has none); returns the stored config, masked."""
+        task_id = config.task_id or ""
+        await self.push.check(config)
+        await self._visible(task_id, caller)
+        return masked(await self.push.set(task_id, config))
+
+    async def get_push_config(
+        self, task_id: str, config_id: str, *, caller: Caller = ANONYMOUS
+    ) -> TaskPushNotificationConfig:
+        """``GetTaskPushNotificationConfig``, masked; unknown ids answer not found."""
+        await self._visible(task_id, caller)
+        config = await self.store.get_push_config(self.agent_id, task_id, config_id)
+        if config is None:
+            raise not_found(task_id, f"it has no push notification config {config_id!r}")
+        return masked(config)
+
+    async def list_push_configs(
+        self, task_id: str, *, caller: Caller = ANONYMOUS
+    ) -> list[TaskPushNotificationConfig]:
+        """``ListTaskPushNotificationConfigs``, in creation order, masked."""
+        await self._visible(task_id, caller)
+        return [masked(c) for c in await self.store.list_push_configs(self.agent_id, task_id)]
+
+    async def delete_push_config(
+        self, task_id: str, config_id: str, *, caller: Caller = ANONYMOUS
+    ) -> None:
+        """``DeleteTaskPushNotificationConfig``; deleting an unknown config is not found."""
+        await self._visible(task_id, caller)
+        if not await self.store.delete_push_config(self.agent_id, task_id, config_id):
+            raise not_found(task_id, f"it has no push notification config {config_id!r}")
 
     async def close(self) -> None:
         """Stop every running executor; their tasks end ``failed`` (server shutting down).

@@ -58,7 +58,7 @@ def build_card(agent: HostedAgent, base_url: str) -> AgentCard:
         ],
         version=spec.version,
         capabilities=AgentCapabilities(
-            streaming=agent.streaming, push_notifications=False, extended_agent_card=False
+            streaming=agent.streaming, push_notifications=True, extended_agent_card=False
         ),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],

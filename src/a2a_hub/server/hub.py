@@ -24,11 +24,11 @@ from a2a_hub.protocol.errors import (
     A2AError,
     AgentNotFoundError,
     ExtendedAgentCardNotConfiguredError,
-    PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from a2a_hub.push.urls import WebhookPolicy
 from a2a_hub.settings import AgentSpec, Settings
 from a2a_hub.stores import open_store
 from a2a_hub.stores.base import Store
@@ -65,13 +65,6 @@ class HostedAgent:
                 "(its card says capabilities.streaming is false); use the non-streaming method"
             )
 
-    def push_not_supported(self) -> A2AError:
-        """The error of every push-config method (no push notifications here yet)."""
-        return PushNotificationNotSupportedError(
-            f"agent {self.id!r} does not send push notifications "
-            "(its card says capabilities.pushNotifications is false)"
-        )
-
     def no_extended_card(self) -> A2AError:
         """The error of the extended-card methods."""
         return ExtendedAgentCardNotConfiguredError(
@@ -107,6 +100,8 @@ class Hub:
         set_default_settings(settings.llm)
         self.store = store if store is not None else open_store(settings.store.url)
         self.cluster = Cluster(self.store, orphan_timeout=settings.store.orphan_timeout)
+        #: Which webhook URLs push notifications may go to (``push_allow_hosts``).
+        self.webhooks = WebhookPolicy.from_setting(settings.push.allow_hosts)
         self.agents: dict[str, HostedAgent] = {}
         #: Engines of removed agents whose running tasks have not ended yet.
         self._retiring: dict[asyncio.Task[None], TaskEngine] = {}
@@ -171,6 +166,7 @@ class Hub:
         if old is not None:
             self._retire(old.engine)
         engine = TaskEngine(spec.id, executor, self.store, cluster=self.cluster)
+        engine.push.check_url = self.webhooks.check_url
         agent = self.agents[spec.id] = HostedAgent(spec, executor, engine)
         return agent
 

@@ -37,6 +37,7 @@ from a2a_hub.protocol.types import (
     StreamResponse,
     Task,
     TaskIdRequest,
+    TaskPushNotificationConfig,
 )
 from a2a_hub.server.caller import caller_of
 from a2a_hub.server.errors import JSON, encode_error, protocol_error
@@ -147,10 +148,6 @@ def _v01_encoder() -> Callable[[StreamResponse], dict[str, Any] | None]:
     return lambda event: v01.encode_stream_event(event, indexer)
 
 
-async def _no_push(call: Call) -> Any:
-    raise call.agent.push_not_supported()
-
-
 async def _no_extended_card(call: Call) -> Any:
     raise call.agent.no_extended_card()
 
@@ -199,6 +196,48 @@ async def _cancel_10(call: Call) -> Any:
     return await call.agent.engine.cancel_task(task_id, caller=call.caller)
 
 
+class _PushRef(msgspec.Struct, rename="camel"):
+    task_id: str
+    id: str = ""
+
+
+class _PushList(msgspec.Struct, rename="camel"):
+    configs: list[TaskPushNotificationConfig]
+    next_page_token: str = ""
+
+
+def _push_ref(call: Call, *, need_id: bool) -> _PushRef:
+    ref = _decode(call.params, _PushRef)
+    if not ref.task_id:
+        raise InvalidParamsError("params.taskId must not be empty")
+    if need_id and not ref.id:
+        raise InvalidParamsError("params.id (the push notification config id) is required")
+    return ref
+
+
+async def _push_create_10(call: Call) -> Any:
+    config = _decode(call.params, TaskPushNotificationConfig)
+    if not config.task_id:
+        raise InvalidParamsError("params.taskId is required")
+    return await call.agent.engine.set_push_config(config, caller=call.caller)
+
+
+async def _push_get_10(call: Call) -> Any:
+    ref = _push_ref(call, need_id=True)
+    return await call.agent.engine.get_push_config(ref.task_id, ref.id, caller=call.caller)
+
+
+async def _push_list_10(call: Call) -> Any:
+    ref = _push_ref(call, need_id=False)
+    return _PushList(await call.agent.engine.list_push_configs(ref.task_id, caller=call.caller))
+
+
+async def _push_delete_10(call: Call) -> Any:
+    ref = _push_ref(call, need_id=True)
+    await call.agent.engine.delete_push_config(ref.task_id, ref.id, caller=call.caller)
+    return None
+
+
 V10: dict[str, Handler] = {
     "SendMessage": _send_10,
     "SendStreamingMessage": _stream_10,
@@ -206,10 +245,10 @@ V10: dict[str, Handler] = {
     "ListTasks": _list_10,
     "CancelTask": _cancel_10,
     "SubscribeToTask": _subscribe_10,
-    "CreateTaskPushNotificationConfig": _no_push,
-    "GetTaskPushNotificationConfig": _no_push,
-    "ListTaskPushNotificationConfigs": _no_push,
-    "DeleteTaskPushNotificationConfig": _no_push,
+    "CreateTaskPushNotificationConfig": _push_create_10,
+    "GetTaskPushNotificationConfig": _push_get_10,
+    "ListTaskPushNotificationConfigs": _push_list_10,
+    "DeleteTaskPushNotificationConfig": _push_delete_10,
     "GetExtendedAgentCard": _no_extended_card,
 }
 
@@ -273,6 +312,53 @@ async def _stream_01(call: Call) -> Any:
     return _rpc_stream(call, stream, _v01_encoder(), "0.1")
 
 
+async def _push_set_03(call: Call) -> Any:
+    config = v03.decode_push_config_set(_decode_any(call.params))
+    return v03.encode_push_config(
+        await call.agent.engine.set_push_config(config, caller=call.caller)
+    )
+
+
+async def _push_get_03(call: Call) -> Any:
+    task_id, config_id = v03.decode_push_config_ref(_decode_any(call.params))
+    engine = call.agent.engine
+    if config_id is None:  # 0.3 get without a config id: the task's default config
+        config_id = task_id
+        configs = await engine.list_push_configs(task_id, caller=call.caller)
+        if configs and all(c.id != task_id for c in configs):
+            config_id = configs[0].id or task_id
+    return v03.encode_push_config(
+        await engine.get_push_config(task_id, config_id, caller=call.caller)
+    )
+
+
+async def _push_list_03(call: Call) -> Any:
+    task_id, _ = v03.decode_push_config_ref(_decode_any(call.params))
+    configs = await call.agent.engine.list_push_configs(task_id, caller=call.caller)
+    return [v03.encode_push_config(c) for c in configs]
+
+
+async def _push_delete_03(call: Call) -> Any:
+    task_id, config_id = v03.decode_push_config_ref(
+        _decode_any(call.params), require_config_id=True
+    )
+    assert config_id is not None
+    await call.agent.engine.delete_push_config(task_id, config_id, caller=call.caller)
+    return None
+
+
+async def _push_set_01(call: Call) -> Any:
+    config = v01.decode_push_set(_decode_any(call.params))
+    stored = await call.agent.engine.set_push_config(config, caller=call.caller)
+    return v01.encode_push_config(stored.task_id or "", stored)
+
+
+async def _push_get_01(call: Call) -> Any:
+    task_id = v03.decode_task_id(_decode_any(call.params))
+    config = await call.agent.engine.get_push_config(task_id, task_id, caller=call.caller)
+    return v01.encode_push_config(task_id, config)
+
+
 _SHARED: dict[str, Handler] = {
     "tasks/get": _get_old,
     "tasks/cancel": _cancel_old,
@@ -283,10 +369,10 @@ V03: dict[str, Handler] = {
     "message/send": _send_03,
     "message/stream": _stream_03,
     **_SHARED,
-    "tasks/pushNotificationConfig/set": _no_push,
-    "tasks/pushNotificationConfig/get": _no_push,
-    "tasks/pushNotificationConfig/list": _no_push,
-    "tasks/pushNotificationConfig/delete": _no_push,
+    "tasks/pushNotificationConfig/set": _push_set_03,
+    "tasks/pushNotificationConfig/get": _push_get_03,
+    "tasks/pushNotificationConfig/list": _push_list_03,
+    "tasks/pushNotificationConfig/delete": _push_delete_03,
     "agent/getAuthenticatedExtendedCard": _no_extended_card,
 }
 
@@ -294,8 +380,8 @@ V01: dict[str, Handler] = {
     "tasks/send": _send_01,
     "tasks/sendSubscribe": _stream_01,
     **_SHARED,
-    "tasks/pushNotification/set": _no_push,
-    "tasks/pushNotification/get": _no_push,
+    "tasks/pushNotification/set": _push_set_01,
+    "tasks/pushNotification/get": _push_get_01,
 }
 
 _FAMILIES: dict[str, dict[str, Handler]] = {"1.0": V10, "0.3": {**V01, **V03}, "0.1": V01}

@@ -194,6 +194,16 @@ class PushSettings(Section):
     key_prefix = "push_"
     title = "Push notifications"
 
+    allow_hosts: Annotated[
+        str,
+        setting(
+            "Webhook hosts push notifications may reach although they are local or private, "
+            "and over http: comma-separated host names or CIDRs, e.g. 127.0.0.1,localhost "
+            "(development and tests only).",
+            metavar="HOSTS",
+        ),
+    ] = ""
+
 
 class AuthSettings(Section):
     """Authentication (``[auth]``, ``A2A_HUB_AUTH_*``, ``--auth-*``)."""

@@ -1,0 +1,1 @@
+"""Push notifications: webhook URL safety (:mod:`a2a_hub.push.urls`)."""

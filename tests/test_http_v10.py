@@ -156,7 +156,5 @@ async def test_push_and_extended_card_answer_clearly(client: httpx.AsyncClient) 
     assert "echo" in data["error"]["message"]
     data = await rpc(client, "echo", "CreateTaskPushNotificationConfig", {"id": "x"})
     assert data["error"]["code"] == -32602 and "url" in data["error"]["message"]
-    data = await rpc(
-        client, "echo", "GetTaskPushNotificationConfig", {"taskId": "nope", "id": "c"}
-    )
+    data = await rpc(client, "echo", "GetTaskPushNotificationConfig", {"taskId": "nope", "id": "c"})
     assert data["error"]["code"] == -32001

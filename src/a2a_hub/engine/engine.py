@@ -36,10 +36,11 @@ from a2a_hub.protocol.types import (
     ListTasksResponse,
     Message,
     SendMessageRequest,
+    StreamResponse,
     Task,
     TaskPushNotificationConfig,
 )
-from a2a_hub.stores.base import Store, StoredTask
+from a2a_hub.stores.base import Store, StoredTask, TaskEvent
 
 __all__ = ["TaskEngine"]
 
@@ -242,7 +243,19 @@ class TaskEngine:
         await self.push.check(config)
         run.ensure_task()
         await run.flush()
-        await self.push.set(run.task_id, config)
+        stored = await self.push.set(run.task_id, config)
+        self._tell_set(run.task_id, stored)
+
+    def _tell_set(self, task_id: str, config: TaskPushNotificationConfig) -> None:
+        """Tell the dispatcher of a stored config, with the snapshot of a running task."""
+        hook = self.push.on_set
+        if hook is None:
+            return
+        run = self._runs.get(task_id)
+        snapshot = None
+        if run is not None and run.task is not None and not run.task.status.state.terminal:
+            snapshot = TaskEvent(run.seq, StreamResponse(task=run.snapshot()))
+        hook(task_id, config, snapshot)
 
     async def _visible(self, task_id: str, caller: Caller) -> None:
         """Refuse (not found) a task that does not exist or ``caller`` may not see; a
@@ -263,7 +276,9 @@ class TaskEngine:
         task_id = config.task_id or ""
         await self.push.check(config)
         await self._visible(task_id, caller)
-        return masked(await self.push.set(task_id, config))
+        stored = await self.push.set(task_id, config)
+        self._tell_set(task_id, stored)
+        return masked(stored)
 
     async def get_push_config(
         self, task_id: str, config_id: str, *, caller: Caller = ANONYMOUS
@@ -289,6 +304,8 @@ class TaskEngine:
         await self._visible(task_id, caller)
         if not await self.store.delete_push_config(self.agent_id, task_id, config_id):
             raise not_found(task_id, f"it has no push notification config {config_id!r}")
+        if self.push.on_delete is not None:
+            self.push.on_delete(task_id, config_id)
 
     async def close(self) -> None:
         """Stop every running executor; their tasks end ``failed`` (server shutting down).

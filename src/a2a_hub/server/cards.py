@@ -24,6 +24,7 @@ __all__ = [
     "agent_card",
     "build_card",
     "card_bytes",
+    "jwks",
     "legacy_agent_card",
     "legacy_card_bytes",
 ]
@@ -122,3 +123,14 @@ async def agent_card(request: Request) -> Response:
 async def legacy_agent_card(request: Request) -> Response:
     """``GET /.well-known/agent.json``: the 0.1 card."""
     return await _serve(request, legacy=True)
+
+
+@guarded
+async def jwks(request: Request) -> Response:
+    """``GET /.well-known/jwks.json`` (also under an agent's URL): the public keys that
+    sign push notifications."""
+    hub = hub_of(request)
+    if "agent_id" in request.path_params:
+        agent_of(request, hub)
+    body = _enc.encode(hub.signing_keys.jwks())
+    return Response(body, media_type=JSON, headers={"Cache-Control": "public, max-age=60"})

@@ -28,6 +28,9 @@ from a2a_hub.protocol.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from a2a_hub.push.dispatcher import Dispatcher, push_backoff
+from a2a_hub.push.keys import SigningKeys
+from a2a_hub.push.sender import WebhookSender
 from a2a_hub.push.urls import WebhookPolicy
 from a2a_hub.settings import AgentSpec, Settings
 from a2a_hub.stores import open_store
@@ -102,6 +105,10 @@ class Hub:
         self.cluster = Cluster(self.store, orphan_timeout=settings.store.orphan_timeout)
         #: Which webhook URLs push notifications may go to (``push_allow_hosts``).
         self.webhooks = WebhookPolicy.from_setting(settings.push.allow_hosts)
+        #: The notification signing keys (JWKS at /.well-known/jwks.json).
+        self.signing_keys = SigningKeys()
+        #: Sends push notifications while the hub runs (from :meth:`start`).
+        self.push: Dispatcher | None = None
         self.agents: dict[str, HostedAgent] = {}
         #: Engines of removed agents whose running tasks have not ended yet.
         self._retiring: dict[asyncio.Task[None], TaskEngine] = {}
@@ -168,6 +175,8 @@ class Hub:
         engine = TaskEngine(spec.id, executor, self.store, cluster=self.cluster)
         engine.push.check_url = self.webhooks.check_url
         agent = self.agents[spec.id] = HostedAgent(spec, executor, engine)
+        if self.push is not None:
+            self.push.watch(engine)
         return agent
 
     async def remove(self, agent_id: str, *, cancel_running: bool = False) -> HostedAgent:
@@ -223,6 +232,20 @@ class Hub:
         """Open the store and join the cluster of instances sharing it."""
         await self.store.open()
         await self.cluster.start()
+        self.push = Dispatcher(
+            WebhookSender(self.webhooks),
+            self.signing_keys,
+            self.card_url,
+            push_backoff(self.settings.push.retry_steps, self.settings.push.retry_horizon),
+        )
+        for agent in self.agents.values():
+            self.push.watch(agent.engine)
+
+    def card_url(self, agent_id: str) -> str:
+        """The public URL of an agent's card (the ``iss`` of its notifications' JWTs)."""
+        server = self.settings.server
+        root = (server.public_url or f"http://{server.host}:{server.port}").rstrip("/")
+        return f"{root}/a2a/{agent_id}/.well-known/agent-card.json"
 
     async def close(self) -> None:
         """Stop running tasks (removed agents' too), leave the cluster and close the store."""
@@ -235,6 +258,9 @@ class Hub:
             await engine.close()
         for agent in self.agents.values():
             await agent.engine.close()
+        if self.push is not None:
+            await self.push.close()
+            self.push = None
         await self.cluster.close()
         await self.store.close()
 

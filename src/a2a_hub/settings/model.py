@@ -203,6 +203,23 @@ class PushSettings(Section):
             metavar="HOSTS",
         ),
     ] = ""
+    retry_steps: Annotated[
+        str,
+        setting(
+            "Waits in seconds before the first retries of a failed notification (the first "
+            "try is immediate), "
+            "comma-separated; later waits keep doubling (capped at an hour), ±20 % jitter.",
+            metavar="SECONDS",
+        ),
+    ] = "5,30,120,600,1800"
+    retry_horizon: Annotated[
+        float,
+        setting(
+            "Seconds after its first failure a notification is given up (kept as dead).",
+            ge=0,
+            metavar="SECONDS",
+        ),
+    ] = 86400.0
 
 
 class AuthSettings(Section):

@@ -21,6 +21,7 @@ __all__ = [
     "DELETE",
     "LAST_SEQ",
     "LIST",
+    "OUTBOX_CLAIM",
     "OWNER",
     "RELEASE",
     "RENEW",
@@ -62,7 +63,8 @@ LIST = LuaScript.read("common.lua", "list.lua")
 DELETE = LuaScript.read("common.lua", "delete.lua")
 SET_PUSH = LuaScript.read("set_push.lua")
 LAST_SEQ = LuaScript.read("last_seq.lua")
-STORE_SCRIPTS = (SAVE, LIST, DELETE, SET_PUSH, LAST_SEQ)
+OUTBOX_CLAIM = LuaScript.read("outbox_claim.lua")
+STORE_SCRIPTS = (SAVE, LIST, DELETE, SET_PUSH, LAST_SEQ, OUTBOX_CLAIM)
 
 # The coordinator's.
 ACQUIRE = LuaScript.read("lease_acquire.lua")

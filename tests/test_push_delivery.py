@@ -131,7 +131,7 @@ async def test_receiver_down_first_then_everything_arrives() -> None:
         assert dispatcher is not None
 
         async def failed_once() -> bool:
-            return any(q.items and q.items[0].attempts for q in dispatcher._queues.values())
+            return dispatcher.failures > 0
 
         await until(failed_once)
         await receiver.start()
@@ -151,20 +151,27 @@ async def test_receiver_down_first_then_everything_arrives() -> None:
 async def test_dead_deliveries_are_kept_and_requeued(receiver: Receiver) -> None:
     receiver.status = 500
     async with hub_server(push_retry_horizon=0.3) as server:
-        await send(server, "echo", "x", {"url": receiver.url, "id": "d"})
+        task_id = await send(server, "echo", "x", {"url": receiver.url, "id": "d"})
         dispatcher = server.hub.push
         assert dispatcher is not None
+        store = server.hub.store
 
-        async def completed_is_dead() -> bool:
-            return any("COMPLETED" in d.body.decode() for d in dispatcher.dead)
+        async def last_is_dead() -> bool:
+            record = await store.get_task_record("echo", task_id)
+            if record is None or not record.task.status.state.terminal:
+                return False
+            return any(d.seq == record.seq for d in await dispatcher.dead())
 
-        await until(completed_is_dead)
-        assert all(d.last_error == "HTTP 500" for d in dispatcher.dead)
-        dead = len(dispatcher.dead)
+        await until(last_is_dead)
+        dead = await dispatcher.dead()
+        assert all(d.last_error == "HTTP 500" and d.attempts >= 1 for d in dead)
+        assert len(dead) >= 3  # snapshot, working, completed (and the artifact)
         receiver.status = 200
-        assert dispatcher.requeue() == dead
-        await receiver.wait_for(dead)
-        assert dispatcher.dead == []
+        assert await dispatcher.requeue() == len(dead)
+        await receiver.wait_for(len(dead))
+        assert await dispatcher.dead() == []
+        seqs = [int(r.headers["x-a2a-event-seq"]) for r in receiver.got]
+        assert seqs == sorted(seqs)
 
 
 async def test_gone_deletes_the_config(receiver: Receiver) -> None:

@@ -36,11 +36,10 @@ from a2a_hub.protocol.types import (
     ListTasksResponse,
     Message,
     SendMessageRequest,
-    StreamResponse,
     Task,
     TaskPushNotificationConfig,
 )
-from a2a_hub.stores.base import Store, StoredTask, TaskEvent
+from a2a_hub.stores.base import Delivery, Store, StoredTask
 
 __all__ = ["TaskEngine"]
 
@@ -91,7 +90,9 @@ class TaskEngine:
         ``new_task_id`` is the id a new task gets (0.1 clients choose their own);
         if a task with that id exists, the message continues it.
         """
-        run = await self._runs.open(request, new_task_id=new_task_id, caller=caller)
+        run = await self._load_push(
+            await self._runs.open(request, new_task_id=new_task_id, caller=caller)
+        )
         config = request.configuration
         if config is not None and config.task_push_notification_config is not None:
             await self._register_inline(run, config.task_push_notification_config)
@@ -119,7 +120,9 @@ class TaskEngine:
         caller: Caller = ANONYMOUS,
     ) -> TaskRun:
         """Validate a send and prepare its run (not started): shared by send and stream."""
-        return await self._runs.open(request, new_task_id=new_task_id, caller=caller)
+        return await self._load_push(
+            await self._runs.open(request, new_task_id=new_task_id, caller=caller)
+        )
 
     async def send_stream(
         self,
@@ -129,7 +132,9 @@ class TaskEngine:
         caller: Caller = ANONYMOUS,
     ) -> TaskStream:
         """``SendStreamingMessage``: the events of the turn this message starts, live."""
-        run = await self._runs.open(request, new_task_id=new_task_id, caller=caller)
+        run = await self._load_push(
+            await self._runs.open(request, new_task_id=new_task_id, caller=caller)
+        )
         config = request.configuration
         if config is not None and config.task_push_notification_config is not None:
             await self._register_inline(run, config.task_push_notification_config)
@@ -244,18 +249,32 @@ class TaskEngine:
         run.ensure_task()
         await run.flush()
         stored = await self.push.set(run.task_id, config)
-        self._tell_set(run.task_id, stored)
+        await self._registered(run.task_id, stored)
 
-    def _tell_set(self, task_id: str, config: TaskPushNotificationConfig) -> None:
-        """Tell the dispatcher of a stored config, with the snapshot of a running task."""
-        hook = self.push.on_set
-        if hook is None:
-            return
+    async def _registered(self, task_id: str, config: TaskPushNotificationConfig) -> None:
+        """A config was stored: a running task's run queues deliveries for it from now on,
+        and the config gets the task's snapshot first."""
         run = self._runs.get(task_id)
-        snapshot = None
-        if run is not None and run.task is not None and not run.task.status.state.terminal:
-            snapshot = TaskEvent(run.seq, StreamResponse(task=run.snapshot()))
-        hook(task_id, config, snapshot)
+        if run is None or run.task is None or run.task.status.state.terminal:
+            return
+        config_id = config.id or task_id
+        if config_id not in run.push_configs:
+            run.push_configs = (*run.push_configs, config_id)
+        run.push_queued = self.push.queued
+        snapshot = Delivery(
+            agent_id=self.agent_id, task_id=task_id, config_id=config_id, seq=run.seq, snapshot=True
+        )
+        await self.store.add_deliveries([snapshot])
+        self.push.queued()
+
+    async def _load_push(self, run: TaskRun) -> TaskRun:
+        """A continued task's run learns its push configs (one read per turn, not per event)."""
+        if run.task is not None:
+            configs = await self.store.list_push_configs(self.agent_id, run.task_id)
+            if configs:
+                run.push_configs = tuple(c.id or run.task_id for c in configs)
+                run.push_queued = self.push.queued
+        return run
 
     async def _visible(self, task_id: str, caller: Caller) -> None:
         """Refuse (not found) a task that does not exist or ``caller`` may not see; a
@@ -277,7 +296,7 @@ class TaskEngine:
         await self.push.check(config)
         await self._visible(task_id, caller)
         stored = await self.push.set(task_id, config)
-        self._tell_set(task_id, stored)
+        await self._registered(task_id, stored)
         return masked(stored)
 
     async def get_push_config(
@@ -304,8 +323,9 @@ class TaskEngine:
         await self._visible(task_id, caller)
         if not await self.store.delete_push_config(self.agent_id, task_id, config_id):
             raise not_found(task_id, f"it has no push notification config {config_id!r}")
-        if self.push.on_delete is not None:
-            self.push.on_delete(task_id, config_id)
+        run = self._runs.get(task_id)
+        if run is not None:
+            run.push_configs = tuple(c for c in run.push_configs if c != config_id)
 
     async def close(self) -> None:
         """Stop every running executor; their tasks end ``failed`` (server shutting down).

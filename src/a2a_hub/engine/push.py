@@ -22,7 +22,7 @@ import msgspec
 from a2a_hub.engine.state import new_id
 from a2a_hub.protocol.errors import InvalidParamsError
 from a2a_hub.protocol.types import AuthenticationInfo, TaskPushNotificationConfig
-from a2a_hub.stores.base import Store, TaskEvent
+from a2a_hub.stores.base import Store
 
 __all__ = ["MASK", "MAX_CONFIGS_PER_TASK", "PushConfigs", "UrlCheck", "masked"]
 
@@ -30,10 +30,6 @@ MAX_CONFIGS_PER_TASK = 10
 MASK = "********"
 
 UrlCheck = Callable[[str], Awaitable[None]]
-#: Told of a stored config: (task id, config, the task's snapshot if it is running).
-OnSet = Callable[[str, TaskPushNotificationConfig, TaskEvent | None], None]
-#: Told of a deleted config: (task id, config id).
-OnDelete = Callable[[str, str], None]
 
 
 def masked(config: TaskPushNotificationConfig) -> TaskPushNotificationConfig:
@@ -60,9 +56,13 @@ class PushConfigs:
         self.store = store
         #: Refuses unsafe webhook URLs (set by the hub from its push settings).
         self.check_url = check_url
-        #: Hooks of the push dispatcher (set when one follows this agent).
-        self.on_set: OnSet | None = None
-        self.on_delete: OnDelete | None = None
+        #: Told when deliveries were queued (the hub's dispatcher wakes up).
+        self.on_queued: Callable[[], None] | None = None
+
+    def queued(self) -> None:
+        """Deliveries were queued in the store: wake the dispatcher, if there is one."""
+        if self.on_queued is not None:
+            self.on_queued()
 
     async def check(self, config: TaskPushNotificationConfig) -> None:
         """Refuse a config that may not be stored (-32602 naming the reason)."""

@@ -28,6 +28,7 @@ from a2a_hub.protocol.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from a2a_hub.protocol.types import Task
 from a2a_hub.push.dispatcher import Dispatcher, push_backoff
 from a2a_hub.push.keys import SigningKeys
 from a2a_hub.push.sender import WebhookSender
@@ -176,7 +177,7 @@ class Hub:
         engine.push.check_url = self.webhooks.check_url
         agent = self.agents[spec.id] = HostedAgent(spec, executor, engine)
         if self.push is not None:
-            self.push.watch(engine)
+            engine.push.on_queued = self.push.wake
         return agent
 
     async def remove(self, agent_id: str, *, cancel_running: bool = False) -> HostedAgent:
@@ -233,13 +234,24 @@ class Hub:
         await self.store.open()
         await self.cluster.start()
         self.push = Dispatcher(
+            self.store,
             WebhookSender(self.webhooks),
             self.signing_keys,
             self.card_url,
             push_backoff(self.settings.push.retry_steps, self.settings.push.retry_horizon),
+            snapshot=self._snapshot,
         )
         for agent in self.agents.values():
-            self.push.watch(agent.engine)
+            agent.engine.push.on_queued = self.push.wake
+        self.push.start()
+
+    async def _snapshot(self, agent_id: str, task_id: str) -> Task | None:
+        """A task's freshest snapshot: its live run's when it runs here, else the store's."""
+        agent = self.agents.get(agent_id)
+        run = agent.engine.live(task_id) if agent is not None else None
+        if run is not None and run.task is not None:
+            return run.snapshot()
+        return await self.store.get_task(agent_id, task_id)
 
     def card_url(self, agent_id: str) -> str:
         """The public URL of an agent's card (the ``iss`` of its notifications' JWTs)."""

@@ -851,3 +851,17 @@ async def test_outbox_concurrent_claims_never_share(harness: StoreHarness, agent
     a, b = await asyncio.gather(claim_mine(store, agent_id, now), claim_mine(other, agent_id, now))
     ids_a, ids_b = {d.id for d in a}, {d.id for d in b}
     assert not ids_a & ids_b and len(ids_a | ids_b) == 20
+
+
+async def test_meta_compare_and_swap(harness: StoreHarness) -> None:
+    store = harness.store
+    name = f"test-{time.time_ns()}"
+    assert await store.get_meta(name) is None
+    assert await store.swap_meta(name, None, b"one")
+    assert not await store.swap_meta(name, None, b"again")  # already there
+    assert not await store.swap_meta(name, b"other", b"two")  # not what it holds
+    assert await store.swap_meta(name, b"one", b"two\x00\xff")
+    assert await store.get_meta(name) == b"two\x00\xff"
+    if harness.backend.durable:
+        other = await harness.open()
+        assert await other.get_meta(name) == b"two\x00\xff"

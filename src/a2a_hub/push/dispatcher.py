@@ -50,6 +50,8 @@ log = logging.getLogger("a2a_hub.push")
 A2A_JSON = "application/a2a+json"
 #: How long a claim lasts: well over the 10 s a POST may take.
 LEASE = 60.0
+#: How often the signing keys are read again from the store.
+KEY_REFRESH = 60.0
 
 
 def push_backoff(steps: str, horizon: float) -> Backoff:
@@ -133,8 +135,13 @@ class Dispatcher:
     # --- the loop -------------------------------------------------------------------
 
     async def _run(self) -> None:
+        refreshed = time.monotonic()
         while True:
             self._wake.clear()
+            if time.monotonic() - refreshed > KEY_REFRESH:
+                refreshed = time.monotonic()
+                with contextlib.suppress(Exception):
+                    await self.keys.refresh()  # other instances' rotations; rotation by age
             try:
                 claimed = await self.store.claim_deliveries(self.batch, self.lease)
             except asyncio.CancelledError:

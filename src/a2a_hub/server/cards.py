@@ -132,5 +132,6 @@ async def jwks(request: Request) -> Response:
     hub = hub_of(request)
     if "agent_id" in request.path_params:
         agent_of(request, hub)
+    await hub.signing_keys.refresh()  # another instance may have rotated them
     body = _enc.encode(hub.signing_keys.jwks())
     return Response(body, media_type=JSON, headers={"Cache-Control": "public, max-age=60"})

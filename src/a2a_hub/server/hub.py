@@ -107,7 +107,7 @@ class Hub:
         #: Which webhook URLs push notifications may go to (``push_allow_hosts``).
         self.webhooks = WebhookPolicy.from_setting(settings.push.allow_hosts)
         #: The notification signing keys (JWKS at /.well-known/jwks.json).
-        self.signing_keys = SigningKeys()
+        self.signing_keys = SigningKeys(self.store)
         #: Sends push notifications while the hub runs (from :meth:`start`).
         self.push: Dispatcher | None = None
         self.agents: dict[str, HostedAgent] = {}
@@ -233,6 +233,7 @@ class Hub:
         """Open the store and join the cluster of instances sharing it."""
         await self.store.open()
         await self.cluster.start()
+        await self.signing_keys.refresh()
         self.push = Dispatcher(
             self.store,
             WebhookSender(self.webhooks),

@@ -41,6 +41,7 @@ __all__ = [
     "Delivery",
     "EventLog",
     "LogConflictError",
+    "MetaStore",
     "PushConfigStore",
     "PushOutbox",
     "Store",
@@ -388,8 +389,22 @@ class PushOutbox(ABC):
         now with no attempts; returns how many."""
 
 
-class Store(TaskStore, EventLog, PushConfigStore, PushOutbox):
-    """A complete backend: all four interfaces plus a lifecycle."""
+class MetaStore(ABC):
+    """Small named values the hub's instances share (the push signing keys), changed by
+    compare-and-swap so that instances changing one at once never lose a change."""
+
+    @abstractmethod
+    async def get_meta(self, name: str) -> bytes | None:
+        """The value, or ``None`` if there is none."""
+
+    @abstractmethod
+    async def swap_meta(self, name: str, expected: bytes | None, value: bytes) -> bool:
+        """Set ``value`` if the stored value is ``expected`` (``None``: absent); returns
+        whether it was set."""
+
+
+class Store(TaskStore, EventLog, PushConfigStore, PushOutbox, MetaStore):
+    """A complete backend: all five interfaces plus a lifecycle."""
 
     url: str = ""
     _coordinator: Coordinator | None = None

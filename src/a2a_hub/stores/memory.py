@@ -57,6 +57,7 @@ class MemoryStore(Store):
         self._push: dict[tuple[str, str], dict[str, bytes]] = {}
         #: The outbox: identity -> delivery (copied in and out).
         self._outbox: dict[tuple[str, str, str, int, bool], Delivery] = {}
+        self._meta: dict[str, bytes] = {}
 
     async def get_task(self, agent_id: str, task_id: str) -> Task | None:
         entry = self._tasks.get((agent_id, task_id))
@@ -215,3 +216,14 @@ class MemoryStore(Store):
                 d.dead, d.attempts, d.due, d.first_failure, d.last_error = False, 0, at, None, ""
                 count += 1
         return count
+
+    # --- meta --------------------------------------------------------------------------
+
+    async def get_meta(self, name: str) -> bytes | None:
+        return self._meta.get(name)
+
+    async def swap_meta(self, name: str, expected: bytes | None, value: bytes) -> bool:
+        if self._meta.get(name) != expected:
+            return False
+        self._meta[name] = bytes(value)
+        return True

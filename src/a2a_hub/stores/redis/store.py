@@ -58,6 +58,7 @@ touches lives in one slot):
 ``P:outbox:data``                  hash: pending delivery -> its JSON
 ``P:outbox:q:<A>\0<task>\0<cfg>``  zset: one config's pending deliveries by order
 ``P:outbox:dead``                  hash: dead delivery -> its JSON
+``P:meta:<name>``                  a shared named value (the push signing keys)
 =================================  ==================================================
 
 Writes go through Lua scripts (the ``.lua`` files of this package, read once
@@ -589,6 +590,22 @@ class RedisStore(Store):
                 await pipe.execute()
             count += 1
         return count
+
+    # --- meta --------------------------------------------------------------------------
+
+    @_guarded
+    async def get_meta(self, name: str) -> bytes | None:
+        value = await self.client.get(f"{self.prefix}:meta:{name}")
+        return None if value is None else cast(bytes, value)
+
+    @_guarded
+    async def swap_meta(self, name: str, expected: bytes | None, value: bytes) -> bool:
+        done = await scripts.META_SWAP(
+            self.client,
+            (f"{self.prefix}:meta:{name}",),
+            (expected or b"", value, "0" if expected is None else "1"),
+        )
+        return bool(done)
 
     # --- push configs ------------------------------------------------------------------
 

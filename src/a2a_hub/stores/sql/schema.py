@@ -34,6 +34,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "events",
     "leases",
+    "meta",
     "metadata",
     "push_configs",
     "push_outbox",
@@ -113,6 +114,14 @@ push_outbox = Table(
 )
 Index("ix_a2a_push_outbox_due", push_outbox.c.dead, push_outbox.c.due)
 
+# Small named values shared by the instances, e.g. the push signing keys (v5).
+meta = Table(
+    "a2a_meta",
+    metadata,
+    Column("name", String, primary_key=True),
+    Column("value", LargeBinary, nullable=False),
+)
+
 schema_version = Table(
     "a2a_schema_version",
     metadata,
@@ -131,7 +140,7 @@ leases = Table(
 Index("ix_a2a_leases_owner", leases.c.owner)
 Index("ix_a2a_leases_expires", leases.c.expires_at)
 
-_DATA_TABLES = (tasks, events, push_configs, leases, push_outbox)
+_DATA_TABLES = (tasks, events, push_configs, leases, push_outbox, meta)
 
 
 async def _create(conn: AsyncConnection, table: Table) -> None:
@@ -239,8 +248,9 @@ async def _add_save_function(conn: AsyncConnection) -> None:
 
 
 async def _add_outbox(conn: AsyncConnection) -> None:
-    """Version 5: the push notification outbox."""
+    """Version 5: the push notification outbox and the shared named values."""
     await _create(conn, push_outbox)
+    await _create(conn, meta)
 
 
 # Upgrades, keyed by the version they produce; each runs inside the setup transaction.

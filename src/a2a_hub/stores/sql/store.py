@@ -64,6 +64,7 @@ from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 from a2a_hub.stores.sql.schema import (
     EVENTS_CHANNEL,
     events,
+    meta,
     push_configs,
     push_outbox,
     setup_schema,
@@ -279,6 +280,7 @@ class _Statements:
             .scalar_subquery(),
             data=bindparam("p_data", type_=LargeBinary),
         )
+        self.add_meta = insert(meta).on_conflict_do_nothing()
         # A delivery already queued (or dead) is kept as it is.
         self.add_delivery = insert(push_outbox).on_conflict_do_nothing()
         self.set_push = push_ins.on_conflict_do_update(
@@ -732,6 +734,29 @@ class SqlStore(Store):
                     await conn.execute(_REQUEUE, {**_delivery_key(d), "p_due": at})
                     count += 1
         return count
+
+    # --- meta --------------------------------------------------------------------------
+
+    @_guarded
+    async def get_meta(self, name: str) -> bytes | None:
+        async with self._read() as conn:
+            value = (
+                await conn.execute(select(meta.c.value).where(meta.c.name == name))
+            ).scalar_one_or_none()
+        return None if value is None else bytes(value)
+
+    @_guarded
+    async def swap_meta(self, name: str, expected: bytes | None, value: bytes) -> bool:
+        async with self.engine.begin() as conn:
+            if expected is None:
+                result = await conn.execute(self._stmts.add_meta, {"name": name, "value": value})
+            else:
+                result = await conn.execute(
+                    update(meta)
+                    .where(meta.c.name == name, meta.c.value == expected)
+                    .values(value=value)
+                )
+        return bool(result.rowcount == 1)
 
     # --- push configs ------------------------------------------------------------------
 

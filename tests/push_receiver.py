@@ -28,6 +28,8 @@ class Receiver:
     port: int = 0
     status: int = 200
     got: list[Received] = field(default_factory=list)
+    #: Every POST, answered 200 or not.
+    hits: int = 0
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -36,6 +38,7 @@ class Receiver:
 
     async def _hook(self, request: Request) -> Response:
         body = await request.body()
+        self.hits += 1
         if self.status == 200:
             self.got.append(Received(dict(request.headers), body))
             self.arrived.set()

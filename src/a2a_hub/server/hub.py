@@ -241,6 +241,7 @@ class Hub:
             self.card_url,
             push_backoff(self.settings.push.retry_steps, self.settings.push.retry_horizon),
             snapshot=self._snapshot,
+            lease=self.settings.push.claim_lease,
         )
         for agent in self.agents.values():
             agent.engine.push.on_queued = self.push.wake

@@ -220,6 +220,15 @@ class PushSettings(Section):
             metavar="SECONDS",
         ),
     ] = 86400.0
+    claim_lease: Annotated[
+        float,
+        setting(
+            "Seconds an instance holds the deliveries it claimed; those of an instance that "
+            "died are sent by another one after this long (keep it above the 10 s timeout).",
+            gt=0,
+            metavar="SECONDS",
+        ),
+    ] = 60.0
 
 
 class AuthSettings(Section):

@@ -80,4 +80,4 @@ class JsonRpc03Transport(LegacyJsonRpcTransport):
 
     async def delete_push_config(self, task_id: str, config_id: str) -> None:
         params = {"id": task_id, "pushNotificationConfigId": config_id}
-        await self._call("tasks/pushNotificationConfig/delete", params, Any)
+        await self._call("tasks/pushNotificationConfig/delete", params, type(None))

@@ -204,3 +204,42 @@ async def test_connect_time_check_refuses_loopback_without_allow_list(
         assert receiver.got[0].headers["host"] == f"127.0.0.1:{receiver.port}"
     finally:
         await allowed.close()
+
+
+async def test_03_and_01_configs_get_their_versions_task_shapes(receiver: Receiver) -> None:
+    async with hub_server() as server:
+        part = {"kind": "text", "text": "x"}
+        msg03 = {"messageId": "m3", "role": "user", "kind": "message", "parts": [part]}
+        send03 = {
+            "message": msg03,
+            "configuration": {"pushNotificationConfig": {"url": receiver.url, "token": "t3"}},
+        }
+        send01 = {
+            "id": "legacy-push-1",
+            "message": {"role": "user", "parts": [{"type": "text", "text": "y"}]},
+            "pushNotification": {"url": receiver.url},
+        }
+        async with httpx.AsyncClient() as client:
+            for method, params, version in (
+                ("message/send", send03, "0.3"),
+                ("tasks/send", send01, "0.1"),
+            ):
+                body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+                r = await client.post(
+                    f"{server.url}/a2a/echo", json=body, headers={"A2A-Version": version}
+                )
+                assert "result" in r.json(), r.text
+
+        async def both_completed() -> bool:
+            finals = [msgspec.json.decode(i.body) for i in receiver.got]
+            return sum(f.get("status", {}).get("state") == "completed" for f in finals) >= 2
+
+        await until(both_completed)
+        shapes = [msgspec.json.decode(i.body) for i in receiver.got]
+        v03 = [s for s in shapes if s.get("kind") == "task"]
+        v01 = [s for s in shapes if s.get("id") == "legacy-push-1"]
+        assert v03 and all(
+            s["status"]["state"] in ("submitted", "working", "completed") for s in v03
+        )
+        assert v01 and all("kind" not in s and "sessionId" in s for s in v01)
+        assert all(i.headers["content-type"] == "application/json" for i in receiver.got)

@@ -38,9 +38,9 @@ def masked(config: TaskPushNotificationConfig) -> TaskPushNotificationConfig:
     if auth is not None and auth.credentials is not None:
         auth = AuthenticationInfo(scheme=auth.scheme, credentials=MASK)
     token = None if config.token is None else MASK
-    if auth is config.authentication and token == config.token:
+    if auth is config.authentication and token == config.token and config.hub_protocol is None:
         return config
-    return msgspec.structs.replace(config, token=token, authentication=auth)
+    return msgspec.structs.replace(config, token=token, authentication=auth, hub_protocol=None)
 
 
 def _check_header_value(value: str | None, what: str) -> None:

@@ -18,7 +18,8 @@ store as dead, listed and re-queued by :meth:`Dispatcher.dead` /
 :meth:`Dispatcher.requeue` (``a2a-hub push dead list|requeue``).
 
 Each POST carries: the body (1.0: one ``StreamResponse``, ``application/a2a+json``;
-a task created through 0.1: the task in 0.1 shape, ``application/json``),
+a config set through 0.3 or 0.1: the task as it is now, in that version's shape,
+``application/json``),
 ``X-A2A-Notification-Id`` (stable across retries and instances),
 ``X-A2A-Event-Seq``, the config's ``authentication`` as ``Authorization`` and its
 ``token`` as ``X-A2A-Notification-Token``, and a JWT signed by the hub in
@@ -37,7 +38,7 @@ from collections.abc import Awaitable, Callable
 import msgspec
 
 from a2a_hub._backoff import Backoff
-from a2a_hub.protocol import v01
+from a2a_hub.protocol import v01, v03
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig
 from a2a_hub.push.keys import SigningKeys
 from a2a_hub.push.sender import Outcome, WebhookSender
@@ -174,7 +175,7 @@ class Dispatcher:
         if config is None:  # deleted since: nothing to send
             await self.store.finish_delivery(d)
             return
-        body = await self._body(d)
+        body = await self._body(d, config.hub_protocol)
         if body is None:
             await self._failed(d, Outcome(ok=False, permanent=True, error="event not stored"))
             return
@@ -203,13 +204,18 @@ class Dispatcher:
             d.due = now + self.backoff.delay(d.attempts, outcome.retry_after)
         await self.store.update_delivery(d)
 
-    async def _body(self, d: Delivery) -> tuple[bytes, str] | None:
-        """The body of a delivery and its content type (``None``: its event is gone)."""
+    async def _body(self, d: Delivery, protocol: str | None) -> tuple[bytes, str] | None:
+        """The body of a delivery and its content type (``None``: its event is gone).
+
+        1.0 configs get the event as a ``StreamResponse``; configs set through 0.3 or 0.1
+        get the task as it is now in that version's shape (what their SDKs send)."""
         task = await self.snapshot(d.agent_id, d.task_id)
         if task is None:
             return None
-        if v01.is_legacy_task(task):
+        if protocol == "0.1":
             return _enc.encode(v01.encode_task(task)), "application/json"
+        if protocol == "0.3":
+            return _enc.encode(v03.encode_task(task)), "application/json"
         if d.snapshot:
             return _enc.encode(StreamResponse(task=task)), A2A_JSON
         found = await self.store.read_events(d.agent_id, d.task_id, after=d.seq - 1, limit=1)

@@ -156,9 +156,8 @@ async def _no_extended_card(call: Call) -> Any:
 
 
 async def _send_10(call: Call) -> Any:
-    result = await call.agent.engine.send(
-        _decode(call.params, SendMessageRequest), caller=call.caller
-    )
+    request = _via(_decode(call.params, SendMessageRequest), None)
+    result = await call.agent.engine.send(request, caller=call.caller)
     if isinstance(result, Task):
         return SendMessageResponse(task=result)
     return SendMessageResponse(message=result)
@@ -166,9 +165,8 @@ async def _send_10(call: Call) -> Any:
 
 async def _stream_10(call: Call) -> Any:
     call.agent.require_streaming("SendStreamingMessage")
-    stream = await call.agent.engine.send_stream(
-        _decode(call.params, SendMessageRequest), caller=call.caller
-    )
+    request = _via(_decode(call.params, SendMessageRequest), None)
+    stream = await call.agent.engine.send_stream(request, caller=call.caller)
     return _rpc_stream(call, stream, _v10_event, "1.0")
 
 
@@ -215,8 +213,19 @@ def _push_ref(call: Call, *, need_id: bool) -> _PushRef:
     return ref
 
 
+def _via(request: SendMessageRequest, version: str | None) -> SendMessageRequest:
+    """Mark an inline push config with the protocol version it came through."""
+    config = request.configuration
+    if config is None or config.task_push_notification_config is None:
+        return request
+    push = msgspec.structs.replace(config.task_push_notification_config, hub_protocol=version)
+    config = msgspec.structs.replace(config, task_push_notification_config=push)
+    return msgspec.structs.replace(request, configuration=config)
+
+
 async def _push_create_10(call: Call) -> Any:
     config = _decode(call.params, TaskPushNotificationConfig)
+    config = msgspec.structs.replace(config, hub_protocol=None)
     if not config.task_id:
         raise InvalidParamsError("params.taskId is required")
     return await call.agent.engine.set_push_config(config, caller=call.caller)
@@ -261,14 +270,14 @@ def _encode_old(task: Task) -> dict[str, Any]:
 
 
 async def _send_03(call: Call) -> Any:
-    request = v03.decode_send_params(_decode_any(call.params))
+    request = _via(v03.decode_send_params(_decode_any(call.params)), "0.3")
     result = await call.agent.engine.send(request, caller=call.caller)
     return v03.encode_send_result(result)
 
 
 async def _stream_03(call: Call) -> Any:
     call.agent.require_streaming("message/stream")
-    request = v03.decode_send_params(_decode_any(call.params))
+    request = _via(v03.decode_send_params(_decode_any(call.params)), "0.3")
     stream = await call.agent.engine.send_stream(request, caller=call.caller)
     return _rpc_stream(call, stream, _v03_event, "0.3")
 
@@ -299,6 +308,7 @@ async def _resubscribe_old(call: Call) -> Any:
 
 async def _send_01(call: Call) -> Any:
     request, task_id = v01.decode_send_params(_decode_any(call.params))
+    request = _via(request, "0.1")
     result = await call.agent.engine.send(request, new_task_id=task_id, caller=call.caller)
     if not isinstance(result, Task):  # cannot happen: a client-chosen id binds the run to a task
         raise InternalError("the agent answered a 0.1 tasks/send without a task")
@@ -308,12 +318,14 @@ async def _send_01(call: Call) -> Any:
 async def _stream_01(call: Call) -> Any:
     call.agent.require_streaming("tasks/sendSubscribe")
     request, task_id = v01.decode_send_params(_decode_any(call.params))
+    request = _via(request, "0.1")
     stream = await call.agent.engine.send_stream(request, new_task_id=task_id, caller=call.caller)
     return _rpc_stream(call, stream, _v01_encoder(), "0.1")
 
 
 async def _push_set_03(call: Call) -> Any:
     config = v03.decode_push_config_set(_decode_any(call.params))
+    config = msgspec.structs.replace(config, hub_protocol="0.3")
     return v03.encode_push_config(
         await call.agent.engine.set_push_config(config, caller=call.caller)
     )
@@ -348,7 +360,9 @@ async def _push_delete_03(call: Call) -> Any:
 
 
 async def _push_set_01(call: Call) -> Any:
-    config = v01.decode_push_set(_decode_any(call.params))
+    config = msgspec.structs.replace(
+        v01.decode_push_set(_decode_any(call.params)), hub_protocol="0.1"
+    )
     stored = await call.agent.engine.set_push_config(config, caller=call.caller)
     return v01.encode_push_config(stored.task_id or "", stored)
 

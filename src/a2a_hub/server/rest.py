@@ -249,7 +249,7 @@ async def push_config(request: Request) -> Response:
         raise InvalidParamsError(
             f"taskId {config.task_id!r} in the body does not match the path's task {task_id!r}"
         )
-    config = msgspec.structs.replace(config, task_id=task_id)
+    config = msgspec.structs.replace(config, task_id=task_id, hub_protocol=None)
     return _ok(await engine.set_push_config(config, caller=caller))
 
 

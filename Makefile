@@ -52,7 +52,7 @@ bench: $(VENV)/.installed-dev
 	  || bench/.venv-sdk/bin/pip install --quiet 'a2a-sdk[http-server]==1.3.0' 'uvicorn[standard]' matplotlib
 	@$(BIN)/python -c 'import asyncpg, redis' 2>/dev/null || $(BIN)/pip install --quiet -e '.[postgres,redis]'
 	ulimit -n 65536 2>/dev/null || ulimit -n $$(ulimit -Hn); \
-	  $(BIN)/python bench/run.py && $(BIN)/python bench/scale.py
+	  $(BIN)/python bench/run.py && $(BIN)/python bench/scale.py && $(BIN)/python bench/push.py
 
 clean:
 	rm -rf $(VENV) .a2a-hub .pytest_cache .mypy_cache .ruff_cache

@@ -197,18 +197,14 @@ class PushSettings(Section):
     allow_hosts: Annotated[
         str,
         setting(
-            "Webhook hosts push notifications may reach although they are local or private, "
-            "and over http: comma-separated host names or CIDRs, e.g. 127.0.0.1,localhost "
-            "(development and tests only).",
+            "Hosts or CIDRs webhooks may reach although local or private, over http too.",
             metavar="HOSTS",
         ),
     ] = ""
     retry_steps: Annotated[
         str,
         setting(
-            "Waits in seconds before the first retries of a failed notification (the first "
-            "try is immediate), "
-            "comma-separated; later waits keep doubling (capped at an hour), ±20 % jitter.",
+            "Waits before the first retries of a notification; then doubling, ±20 %.",
             metavar="SECONDS",
         ),
     ] = "5,30,120,600,1800"
@@ -223,8 +219,7 @@ class PushSettings(Section):
     claim_lease: Annotated[
         float,
         setting(
-            "Seconds an instance holds the deliveries it claimed; those of an instance that "
-            "died are sent by another one after this long (keep it above the 10 s timeout).",
+            "Seconds a claimed notification is held before another instance may send it.",
             gt=0,
             metavar="SECONDS",
         ),

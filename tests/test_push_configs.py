@@ -18,12 +18,12 @@ from a2a_hub.protocol.types import AuthenticationInfo, TaskPushNotificationConfi
 from a2a_hub.push.urls import WebhookPolicy
 
 V10 = {"A2A-Version": "1.0"}
-HOOK = "https://hooks.example.com/a2a"
+HOOK = "https://localhost:9/a2a"  # allow-listed below; nothing listens there
 
 
 @pytest.fixture
 async def phub() -> AsyncIterator[Hub]:
-    hub = make_hub({"echo": "echo"}, push_allow_hosts="hooks.example.com")
+    hub = make_hub({"echo": "echo"}, push_allow_hosts="localhost")
     await hub.start()
     yield hub
     await hub.close()
@@ -165,7 +165,7 @@ async def test_unsafe_urls_refused_without_allow_list(client: httpx.AsyncClient)
         ("https://[::1]/hook", "loopback"),
         ("https://0.0.0.0/hook", "unspecified"),
         ("https://224.0.0.1/hook", "multicast"),
-        ("http://hooks.example.com/hook", "https"),
+        ("http://93.184.216.34/hook", "https"),
         ("https://localhost/hook", "loopback"),
         ("ftp://example.com/x", "https"),
     ]:

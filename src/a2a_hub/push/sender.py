@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from a2a_hub.push.urls import UnsafeWebhookError, WebhookPolicy
+from a2a_hub.push.urls import UnresolvedWebhookError, UnsafeWebhookError, WebhookPolicy
 
 __all__ = ["Outcome", "WebhookSender", "retry_after_seconds"]
 
@@ -64,6 +64,8 @@ class WebhookSender:
         """POST ``body`` to ``url`` at a checked address; never raises for a failure."""
         try:
             host, ip = await self.policy.resolve(url)
+        except UnresolvedWebhookError as exc:  # DNS may answer on a later try
+            return Outcome(ok=False, error=str(exc))
         except UnsafeWebhookError as exc:
             return Outcome(ok=False, permanent=True, error=str(exc))
         parts = urlsplit(url)

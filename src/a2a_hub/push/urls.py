@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from a2a_hub.protocol.errors import InvalidParamsError
 
-__all__ = ["UnsafeWebhookError", "WebhookPolicy", "address_problem"]
+__all__ = ["UnresolvedWebhookError", "UnsafeWebhookError", "WebhookPolicy", "address_problem"]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -35,6 +35,10 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 class UnsafeWebhookError(InvalidParamsError):
     """A webhook URL the hub refuses to call (-32602); the message names the reason."""
+
+
+class UnresolvedWebhookError(UnsafeWebhookError):
+    """The webhook's host name does not resolve (now: it may later)."""
 
 
 def address_problem(ip: IPAddress) -> str | None:
@@ -141,7 +145,7 @@ class WebhookPolicy:
                 host, port, type=socket.SOCK_STREAM
             )
         except OSError as exc:
-            raise UnsafeWebhookError(
+            raise UnresolvedWebhookError(
                 f"push notification URL host {host} does not resolve: {exc}"
             ) from None
         addresses: list[IPAddress] = []

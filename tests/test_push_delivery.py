@@ -14,7 +14,7 @@ import msgspec
 import pytest
 from conftest import LiveServer, make_hub
 from push_receiver import Receiver, free_port, until
-from sample_agents import ChattyExecutor
+from sample_agents import ChattyExecutor, SlowExecutor
 
 from a2a_hub.push import NotificationError, verify
 from a2a_hub.push.sender import WebhookSender
@@ -34,7 +34,11 @@ async def receiver() -> AsyncIterator[Receiver]:
 
 def hub_server(**settings: Any) -> LiveServer:
     hub = make_hub(
-        {"chatty": ChattyExecutor(chunks=4, pause_every=1, delay=0.05), "echo": "echo"},
+        {
+            "chatty": ChattyExecutor(chunks=4, pause_every=1, delay=0.05),
+            "echo": "echo",
+            "slow": SlowExecutor(),
+        },
         default_agent="echo",
         **{**FAST, **settings},
     )
@@ -74,8 +78,8 @@ async def test_notifications_arrive_in_order_and_verify_with_the_jwks(
     async with hub_server() as server:
         hook = {"url": receiver.url, "token": "tok-1", "id": "h1"}
         task_id = await send(server, "chatty", "go", hook)
-        # snapshot, working, first chunk, whole artifact (last chunk), completed
-        await receiver.wait_for(5)
+        # working, first chunk, whole artifact (last chunk), completed
+        await receiver.wait_for(4)
         async with httpx.AsyncClient() as client:
             jwks = (await client.get(f"{server.url}/.well-known/jwks.json")).json()
             per_agent = (await client.get(f"{server.url}/a2a/chatty/.well-known/jwks.json")).json()
@@ -108,7 +112,7 @@ async def test_notifications_arrive_in_order_and_verify_with_the_jwks(
             assert checked.seq == seqs[-1]
         assert seqs == sorted(seqs) and len(ids) == len(seqs)
         got = states(receiver)
-        assert got[0].startswith("snapshot:") and got[-1] == "TASK_STATE_COMPLETED"
+        assert got[0] == "TASK_STATE_WORKING" and got[-1] == "TASK_STATE_COMPLETED"
         whole = msgspec.json.decode(receiver.got[-2].body)["artifactUpdate"]["artifact"]
         assert len(whole["parts"]) == 4  # the complete artifact, not the last chunk
         # a tampered body or a wrong token is refused by the helper
@@ -243,3 +247,30 @@ async def test_03_and_01_configs_get_their_versions_task_shapes(receiver: Receiv
         )
         assert v01 and all("kind" not in s and "sessionId" in s for s in v01)
         assert all(i.headers["content-type"] == "application/json" for i in receiver.got)
+
+
+async def test_a_config_registered_on_a_running_task_gets_its_snapshot_first(
+    receiver: Receiver,
+) -> None:
+    async with hub_server() as server:
+        params = {
+            "message": {"messageId": "s", "role": "ROLE_USER", "parts": [{"text": "s"}]},
+            "configuration": {"returnImmediately": True},
+        }
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
+        async with httpx.AsyncClient() as client:
+            r = await client.post(f"{server.url}/a2a/slow", json=body, headers=V10)
+            task_id = r.json()["result"]["task"]["id"]
+            create = {"taskId": task_id, "url": receiver.url, "id": "late"}
+            body = {"jsonrpc": "2.0", "id": 2, "method": "CreateTaskPushNotificationConfig",
+                    "params": create}  # fmt: skip
+            assert (
+                "result"
+                in (await client.post(f"{server.url}/a2a/slow", json=body, headers=V10)).json()
+            )
+            await receiver.wait_for(1)
+            cancel = {"jsonrpc": "2.0", "id": 3, "method": "CancelTask", "params": {"id": task_id}}
+            await client.post(f"{server.url}/a2a/slow", json=cancel, headers=V10)
+        await receiver.wait_for(2)
+        got = states(receiver)
+        assert got[0].startswith("snapshot:TASK_STATE_") and got[-1] == "TASK_STATE_CANCELED"

@@ -244,12 +244,21 @@ class TaskEngine:
     # --- push notification configs --------------------------------------------------
 
     async def _register_inline(self, run: TaskRun, config: TaskPushNotificationConfig) -> None:
-        """A config given with ``SendMessage``: checked first, stored once the task is."""
+        """A config given with ``SendMessage``: checked first, stored once the task is.
+
+        On a new task it is the first config (no count to check) and every status change
+        follows, so no snapshot is queued; on a continued task it is a registration like
+        any other."""
         await self.push.check(config)
+        fresh = run.task is None
         run.ensure_task()
         await run.flush()
-        stored = await self.push.set(run.task_id, config)
-        await self._registered(run.task_id, stored)
+        if not fresh:
+            await self._registered(run.task_id, await self.push.set(run.task_id, config))
+            return
+        stored = await self.push.set(run.task_id, config, first=True)
+        run.push_configs = (stored.id or run.task_id,)
+        run.push_queued = self.push.queued
 
     async def _registered(self, task_id: str, config: TaskPushNotificationConfig) -> None:
         """A config was stored: a running task's run queues deliveries for it from now on,

@@ -80,13 +80,13 @@ class PushConfigs:
             await self.check_url(config.url)
 
     async def set(
-        self, task_id: str, config: TaskPushNotificationConfig
+        self, task_id: str, config: TaskPushNotificationConfig, *, first: bool = False
     ) -> TaskPushNotificationConfig:
-        """Check and store ``config`` for the task (an existing id is replaced); returns it
-        as stored (with its id and task id)."""
-        await self.check(config)
+        """Store ``config`` for the task (an existing id is replaced; checked by the caller
+        with :meth:`check`); returns it as stored (with its id and task id).  ``first``: the
+        task has no config yet (a new task), so there is no count to check."""
         config = msgspec.structs.replace(config, task_id=task_id, id=config.id or new_id())
-        existing = await self.store.list_push_configs(self.agent_id, task_id)
+        existing = [] if first else await self.store.list_push_configs(self.agent_id, task_id)
         if len(existing) >= MAX_CONFIGS_PER_TASK and all(c.id != config.id for c in existing):
             raise InvalidParamsError(
                 f"task {task_id} already has {len(existing)} push notification configs, the "

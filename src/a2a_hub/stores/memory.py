@@ -58,6 +58,8 @@ class MemoryStore(Store):
         #: The outbox: identity -> delivery (copied in and out).
         self._outbox: dict[tuple[str, str, str, int, bool], Delivery] = {}
         self._meta: dict[str, bytes] = {}
+        #: (agent, task, config) -> the identities of its deliveries (pending or dead).
+        self._queues: dict[tuple[str, str, str], set[tuple[str, str, str, int, bool]]] = {}
 
     async def get_task(self, agent_id: str, task_id: str) -> Task | None:
         entry = self._tasks.get((agent_id, task_id))
@@ -125,7 +127,7 @@ class MemoryStore(Store):
     async def delete_task(self, agent_id: str, task_id: str) -> bool:
         self._push.pop((agent_id, task_id), None)
         for ident in [i for i in self._outbox if i[0] == agent_id and i[1] == task_id]:
-            del self._outbox[ident]
+            self._forget(ident)
         return self._tasks.pop((agent_id, task_id), None) is not None
 
     async def read_events(
@@ -166,12 +168,22 @@ class MemoryStore(Store):
         configs = self._push.get((agent_id, task_id))
         return configs is not None and configs.pop(config_id, None) is not None
 
-    # --- outbox ------------------------------------------------------------------------
+    # --- outbox --------------------------------------------------------------------------
 
     def _add(self, deliveries: Sequence[Delivery]) -> None:
         for d in deliveries:
             ident = (d.agent_id, d.task_id, d.config_id, d.seq, d.snapshot)
-            self._outbox.setdefault(ident, msgspec.structs.replace(d))
+            if ident not in self._outbox:
+                self._outbox[ident] = msgspec.structs.replace(d)
+                self._queues.setdefault(ident[:3], set()).add(ident)
+
+    def _forget(self, ident: tuple[str, str, str, int, bool]) -> None:
+        self._outbox.pop(ident, None)
+        queue = self._queues.get(ident[:3])
+        if queue is not None:
+            queue.discard(ident)
+            if not queue:
+                del self._queues[ident[:3]]
 
     async def add_deliveries(self, deliveries: Sequence[Delivery]) -> None:
         self._add(deliveries)
@@ -180,22 +192,21 @@ class MemoryStore(Store):
         self, limit: int, lease: float, now: float | None = None
     ) -> list[Delivery]:
         at = time.time() if now is None else now
-        heads: dict[tuple[str, str, str], Delivery] = {}
-        for d in self._outbox.values():
-            if d.dead:
-                continue
-            queue = (d.agent_id, d.task_id, d.config_id)
-            head = heads.get(queue)
-            if head is None or d.order < head.order:
-                heads[queue] = d
-        due = sorted((d for d in heads.values() if d.due <= at), key=lambda d: d.due)[:limit]
-        for d in due:
+        due = []
+        for queue in self._queues.values():  # one entry per config with pending deliveries
+            pending = [self._outbox[i] for i in queue if not self._outbox[i].dead]
+            if pending:
+                head = min(pending, key=lambda d: d.order)
+                if head.due <= at:
+                    due.append(head)
+        due.sort(key=lambda d: d.due)
+        for d in due[:limit]:
             d.due = at + lease
-        return [msgspec.structs.replace(d) for d in due]
+        return [msgspec.structs.replace(d) for d in due[:limit]]
 
     async def finish_delivery(self, delivery: Delivery) -> None:
         d = delivery
-        self._outbox.pop((d.agent_id, d.task_id, d.config_id, d.seq, d.snapshot), None)
+        self._forget((d.agent_id, d.task_id, d.config_id, d.seq, d.snapshot))
 
     async def update_delivery(self, delivery: Delivery) -> None:
         d = delivery

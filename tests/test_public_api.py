@@ -117,6 +117,7 @@ PUBLIC: dict[str, list[str]] = {
         "setting",
         "setting_fields",
     ],
+    "a2a_hub.push": ["NotificationError", "Verified", "verify"],
     "a2a_hub.registry": [
         "DEFAULT_REGISTRY",
         "KEY_PREFIX",

@@ -21,7 +21,7 @@ async def test_card_lists_three_interfaces(client: httpx.AsyncClient) -> None:
     assert card["url"] == base and card["preferredTransport"] == "JSONRPC"
     assert card["protocolVersion"] == "0.3.0"
     assert card["name"] == "Echo" and card["skills"][0]["id"] == "echo"
-    assert card["capabilities"]["pushNotifications"] is False
+    assert card["capabilities"]["pushNotifications"] is True
     assert r.headers["etag"].startswith('W/"') and "max-age" in r.headers["cache-control"]
     again = await client.get(
         "/a2a/echo/.well-known/agent-card.json", headers={"If-None-Match": r.headers["etag"]}

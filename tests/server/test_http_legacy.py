@@ -86,7 +86,8 @@ async def test_03_unsupported_parts_are_clear(client: httpx.AsyncClient) -> None
     err = (await call(client, "echo", "message/send", bad))["error"]
     assert err["code"] == -32602 and "parts[0]" in err["message"]
     for method, code in [
-        ("tasks/pushNotificationConfig/set", -32003),
+        ("tasks/pushNotificationConfig/set", -32602),
+        ("tasks/pushNotificationConfig/get", -32001),
         ("agent/getAuthenticatedExtendedCard", -32007),
     ]:
         assert (await call(client, "echo", method, {"id": "x"}))["error"]["code"] == code
@@ -138,11 +139,11 @@ async def test_01_cancel_interrupted(client: httpx.AsyncClient) -> None:
 
 
 async def test_01_push_answers_clearly(client: httpx.AsyncClient) -> None:
-    for method, code in [
-        ("tasks/pushNotification/set", -32003),
-        ("tasks/pushNotification/get", -32003),
+    for method, code, word in [
+        ("tasks/pushNotification/set", -32602, "pushNotificationConfig"),
+        ("tasks/pushNotification/get", -32001, "x"),
     ]:
         err = (await call(client, "echo", method, send01("x", "y")))["error"]
-        assert err["code"] == code and "echo" in err["message"], method
+        assert err["code"] == code and word in err["message"], method
     err = (await call(client, "echo", "tasks/send", {"message": {"parts": []}}))["error"]
     assert err["code"] == -32602 and "id" in err["message"]

@@ -151,10 +151,10 @@ async def test_agents_are_isolated(client: httpx.AsyncClient) -> None:
 
 
 async def test_push_and_extended_card_answer_clearly(client: httpx.AsyncClient) -> None:
-    for method, code in [
-        ("CreateTaskPushNotificationConfig", -32003),
-        ("GetExtendedAgentCard", -32007),
-    ]:
-        data = await rpc(client, "echo", method, {"id": "x"})
-        assert data["error"]["code"] == code, method
-        assert "echo" in data["error"]["message"]
+    data = await rpc(client, "echo", "GetExtendedAgentCard", {"id": "x"})
+    assert data["error"]["code"] == -32007
+    assert "echo" in data["error"]["message"]
+    data = await rpc(client, "echo", "CreateTaskPushNotificationConfig", {"id": "x"})
+    assert data["error"]["code"] == -32602 and "url" in data["error"]["message"]
+    data = await rpc(client, "echo", "GetTaskPushNotificationConfig", {"taskId": "nope", "id": "c"})
+    assert data["error"]["code"] == -32001

@@ -39,6 +39,7 @@ from a2a_hub.stores import (
     TaskQuery,
     open_store,
 )
+from a2a_hub.stores.base import Delivery
 from tests.support.stores import Backend, StoreHarness
 
 # --- builders --------------------------------------------------------------------------
@@ -741,3 +742,125 @@ async def test_get_task_at_reads_snapshot_and_seq_together(store: Store, agent_i
     working = with_state(task, TaskState.WORKING)
     await store.save_task(agent_id, working, [status_event(2, task, TaskState.WORKING)])
     assert await store.get_task_at(agent_id, task.id) == (working, 2)
+
+
+# --- push outbox ---------------------------------------------------------------------------
+
+
+def delivery(agent_id: str, task_id: str, config_id: str, seq: int, snap: bool = False) -> Delivery:
+    return Delivery(agent_id=agent_id, task_id=task_id, config_id=config_id, seq=seq, snapshot=snap)
+
+
+async def claim_mine(
+    store: Store, agent_id: str, now: float, lease: float = 30.0
+) -> list[Delivery]:
+    """Claim what is due, keeping this test's (a shared server holds other tests' too)."""
+    got = await store.claim_deliveries(10_000, lease, now=now)
+    return sorted((d for d in got if d.agent_id == agent_id), key=lambda d: (d.config_id, d.order))
+
+
+async def test_outbox_deliveries_enter_with_their_events_and_go_out_in_order(
+    store: Store, agent_id: str
+) -> None:
+    task = make_task("t-out")
+    await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    working = with_state(task, TaskState.WORKING)
+    await store.save_task(
+        agent_id,
+        working,
+        [status_event(2, task, TaskState.WORKING)],
+        deliveries=[delivery(agent_id, task.id, c, 2) for c in ("a", "b")],
+    )
+    done = with_state(task, TaskState.COMPLETED)
+    await store.save_task(
+        agent_id,
+        done,
+        [status_event(3, task, TaskState.COMPLETED)],
+        deliveries=[delivery(agent_id, task.id, c, 3) for c in ("a", "b")],
+    )
+    now = time.time()
+    first = await claim_mine(store, agent_id, now)
+    # only the first pending delivery of each config
+    assert [(d.config_id, d.seq) for d in first] == [("a", 2), ("b", 2)]
+    assert first[0].id == delivery(agent_id, task.id, "a", 2).id
+    assert await claim_mine(store, agent_id, now) == []  # claimed: nobody else gets them
+    await store.finish_delivery(first[0])
+    again = await claim_mine(store, agent_id, now)
+    assert [(d.config_id, d.seq) for d in again] == [("a", 3)]  # b is still held by its claim
+
+
+async def test_outbox_a_refused_save_queues_nothing(store: Store, agent_id: str) -> None:
+    task = make_task("t-conflict")
+    await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    with pytest.raises(LogConflictError):
+        await store.save_task(
+            agent_id,
+            task,
+            [status_event(5, task, TaskState.WORKING)],
+            deliveries=[delivery(agent_id, task.id, "a", 5)],
+        )
+    assert await claim_mine(store, agent_id, time.time()) == []
+
+
+async def test_outbox_lease_expiry_hands_a_claim_over(store: Store, agent_id: str) -> None:
+    task = make_task("t-lease")
+    await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    await store.add_deliveries([delivery(agent_id, task.id, "a", 1, snap=True)])
+    await store.add_deliveries([delivery(agent_id, task.id, "a", 1, snap=True)])  # no double
+    now = time.time()
+    (mine,) = await claim_mine(store, agent_id, now, lease=10)
+    assert mine.snapshot and await claim_mine(store, agent_id, now + 5) == []
+    (taken,) = await claim_mine(store, agent_id, now + 11, lease=10)
+    assert taken.id == mine.id
+
+
+async def test_outbox_retry_dead_and_requeue(store: Store, agent_id: str) -> None:
+    task = make_task("t-dead")
+    await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    await store.add_deliveries(
+        [delivery(agent_id, task.id, "a", 2), delivery(agent_id, task.id, "a", 3)]
+    )
+    now = time.time()
+    (head,) = await claim_mine(store, agent_id, now)
+    head.attempts, head.due, head.first_failure, head.last_error = 1, now + 60, now, "HTTP 500"
+    await store.update_delivery(head)
+    assert await claim_mine(store, agent_id, now) == []  # the retry holds its config back
+    (retried,) = await claim_mine(store, agent_id, now + 61)
+    assert retried.attempts == 1 and retried.last_error == "HTTP 500"
+    retried.dead = True
+    await store.update_delivery(retried)
+    (next_one,) = await claim_mine(store, agent_id, now + 61)  # dead: no longer holds it back
+    assert next_one.seq == 3
+    dead = [d for d in await store.dead_deliveries() if d.agent_id == agent_id]
+    assert [(d.seq, d.attempts, d.last_error) for d in dead] == [(2, 1, "HTTP 500")]
+    assert await store.requeue_deliveries([dead[0].id]) == 1
+    assert [d for d in await store.dead_deliveries() if d.agent_id == agent_id] == []
+    await store.finish_delivery(next_one)
+    (requeued,) = await claim_mine(store, agent_id, time.time() + 1)
+    assert requeued.seq == 2 and requeued.attempts == 0
+
+
+async def test_outbox_concurrent_claims_never_share(harness: StoreHarness, agent_id: str) -> None:
+    store = harness.store
+    other = await harness.open() if harness.backend.durable else store
+    task = make_task("t-race")
+    await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    await store.add_deliveries([delivery(agent_id, task.id, f"c{i}", 1) for i in range(20)])
+    now = time.time()
+    a, b = await asyncio.gather(claim_mine(store, agent_id, now), claim_mine(other, agent_id, now))
+    ids_a, ids_b = {d.id for d in a}, {d.id for d in b}
+    assert not ids_a & ids_b and len(ids_a | ids_b) == 20
+
+
+async def test_meta_compare_and_swap(harness: StoreHarness) -> None:
+    store = harness.store
+    name = f"test-{time.time_ns()}"
+    assert await store.get_meta(name) is None
+    assert await store.swap_meta(name, None, b"one")
+    assert not await store.swap_meta(name, None, b"again")  # already there
+    assert not await store.swap_meta(name, b"other", b"two")  # not what it holds
+    assert await store.swap_meta(name, b"one", b"two\x00\xff")
+    assert await store.get_meta(name) == b"two\x00\xff"
+    if harness.backend.durable:
+        other = await harness.open()
+        assert await other.get_meta(name) == b"two\x00\xff"

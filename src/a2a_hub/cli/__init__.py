@@ -1,7 +1,8 @@
 """The ``a2a-hub`` command line (a thin shell around asyncio and uvicorn).
 
 ``serve`` (:mod:`.serve`) hosts agents; ``card``, ``send``, ``chat`` and ``tasks``
-(:mod:`.client`) talk to any A2A agent; ``run`` (:mod:`.run`) runs a scenario.
+(:mod:`.client`) talk to any A2A agent; ``run`` (:mod:`.run`) runs a scenario;
+``push``, ``keys`` and ``webhook`` (:mod:`.admin`) operate push notifications.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from a2a_hub.cli import client
+from a2a_hub.cli import admin, client
 from a2a_hub.cli._options import Command, Group, env_only_help
 from a2a_hub.cli.keys import agents_app, keys_app
 from a2a_hub.cli.run import run
@@ -72,6 +73,9 @@ app.command(cls=Command, epilog=env_only_help())(serve)
 for command in (client.card, client.send, client.chat):
     app.command(cls=Command)(command)
 app.add_typer(client.tasks_app, name="tasks")
+app.add_typer(admin.push_app, name="push")
+app.add_typer(admin.keys_app, name="keys")
+app.add_typer(admin.webhook_app, name="webhook")
 app.command(cls=Command)(run)
 app.add_typer(keys_app, name="keys")
 app.add_typer(agents_app, name="agents")

@@ -349,3 +349,126 @@ def tasks_subscribe(
         await follow(client.subscribe(task_id, last_event_id), as_json)
 
     _with_client(url, transport, api_key, bearer, header, use)
+
+
+push_app = typer.Typer(
+    cls=Group,
+    help="Push notification configs of a task (webhooks the agent POSTs its updates to).",
+    no_args_is_help=True,
+)
+tasks_app.add_typer(push_app, name="push")
+ConfigId = Annotated[str, typer.Argument(metavar="CONFIG_ID", help="The config's id.")]
+
+
+def _show_configs(configs: list[Any], as_json: bool) -> None:
+    def human() -> None:
+        if not configs:
+            console.print("no push notification configs")
+        for c in configs:
+            extra = []
+            if c.token:
+                extra.append(f"token {c.token}")
+            if c.authentication is not None:
+                extra.append(f"auth {c.authentication.scheme}")
+            tail = f"  ({', '.join(extra)})" if extra else ""
+            console.print(f"{escape(c.id or '')}  {escape(c.url)}{escape(tail)}")
+
+    show(configs, as_json, human)
+
+
+@push_app.command("set", cls=Command)
+def push_set(
+    url: Url,
+    task_id: TaskId,
+    webhook: Annotated[str, typer.Argument(metavar="WEBHOOK", help="The receiver's URL.")],
+    config_id: Annotated[
+        str | None, typer.Option("--id", metavar="ID", help="The config's id (default: new).")
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(metavar="TOKEN", help="Sent back as X-A2A-Notification-Token."),
+    ] = None,
+    auth: Annotated[
+        str | None,
+        typer.Option(
+            metavar="'SCHEME CREDENTIALS'",
+            help="Sent as the Authorization header of each notification, e.g. 'Bearer abc'.",
+        ),
+    ] = None,
+    as_json: AsJson = False,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """Register a webhook for a task's updates."""
+    from a2a_hub.protocol.types import AuthenticationInfo, TaskPushNotificationConfig
+
+    authentication = None
+    if auth:
+        scheme, _, credentials = auth.strip().partition(" ")
+        authentication = AuthenticationInfo(scheme=scheme, credentials=credentials or None)
+    config = TaskPushNotificationConfig(
+        url=webhook, id=config_id, task_id=task_id, token=token, authentication=authentication
+    )
+
+    async def use(client: A2AClient) -> None:
+        _show_configs([await client.create_push_config(config)], as_json)
+
+    _with_client(url, transport, api_key, bearer, header, use)
+
+
+@push_app.command("get", cls=Command)
+def push_get(
+    url: Url,
+    task_id: TaskId,
+    config_id: ConfigId,
+    as_json: AsJson = False,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """Show one push notification config (credentials masked)."""
+
+    async def use(client: A2AClient) -> None:
+        _show_configs([await client.get_push_config(task_id, config_id)], as_json)
+
+    _with_client(url, transport, api_key, bearer, header, use)
+
+
+@push_app.command("list", cls=Command)
+def push_list(
+    url: Url,
+    task_id: TaskId,
+    as_json: AsJson = False,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """List a task's push notification configs (credentials masked)."""
+
+    async def use(client: A2AClient) -> None:
+        _show_configs(await client.list_push_configs(task_id), as_json)
+
+    _with_client(url, transport, api_key, bearer, header, use)
+
+
+@push_app.command("delete", cls=Command)
+def push_delete(
+    url: Url,
+    task_id: TaskId,
+    config_id: ConfigId,
+    transport: Transport = None,
+    api_key: ApiKey = None,
+    bearer: Bearer = None,
+    header: Headers = None,
+) -> None:
+    """Delete a push notification config."""
+
+    async def use(client: A2AClient) -> None:
+        await client.delete_push_config(task_id, config_id)
+        console.print(f"deleted {escape(config_id)}")
+
+    _with_client(url, transport, api_key, bearer, header, use)

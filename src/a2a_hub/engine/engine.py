@@ -25,6 +25,7 @@ from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.engine.flusher import Flusher
 from a2a_hub.engine.log import TaskLog, not_found
 from a2a_hub.engine.pubsub import DEFAULT_FEED_BUFFER, Feed, PubSub
+from a2a_hub.engine.push import PushConfigs, masked
 from a2a_hub.engine.requests import check_follow, check_history_length, task_query
 from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.runs import Runs
@@ -36,8 +37,9 @@ from a2a_hub.protocol.types import (
     Message,
     SendMessageRequest,
     Task,
+    TaskPushNotificationConfig,
 )
-from a2a_hub.stores.base import Store, StoredTask
+from a2a_hub.stores.base import Delivery, Store, StoredTask
 
 __all__ = ["TaskEngine"]
 
@@ -69,6 +71,8 @@ class TaskEngine:
         #: Each task's events after a given seq, those not written yet included.
         coordinator = None if cluster is None else cluster.coordinator
         self.log = TaskLog(agent_id, store, self._runs, coordinator)
+        #: The tasks' push notification configs (the hub sets ``push.check_url``).
+        self.push = PushConfigs(agent_id, store)
         if cluster is not None:
             cluster.engines[agent_id] = self
 
@@ -88,10 +92,14 @@ class TaskEngine:
         if a task with that id exists, the message continues it.  ``extensions`` are
         the activated extensions (the executor's ``ctx.extensions``).
         """
-        run = await self._runs.open(
-            request, new_task_id=new_task_id, caller=caller, extensions=extensions
+        run = await self._load_push(
+            await self._runs.open(
+                request, new_task_id=new_task_id, caller=caller, extensions=extensions
+            )
         )
         config = request.configuration
+        if config is not None and config.task_push_notification_config is not None:
+            await self._register_inline(run, config.task_push_notification_config)
         history_length = config.history_length if config is not None else None
         if config is not None and config.return_immediately:
             run.ensure_task()
@@ -117,8 +125,10 @@ class TaskEngine:
         extensions: frozenset[str] = frozenset(),
     ) -> TaskRun:
         """Validate a send and prepare its run (not started): shared by send and stream."""
-        return await self._runs.open(
-            request, new_task_id=new_task_id, caller=caller, extensions=extensions
+        return await self._load_push(
+            await self._runs.open(
+                request, new_task_id=new_task_id, caller=caller, extensions=extensions
+            )
         )
 
     async def send_stream(
@@ -130,9 +140,14 @@ class TaskEngine:
         extensions: frozenset[str] = frozenset(),
     ) -> TaskStream:
         """``SendStreamingMessage``: the events of the turn this message starts, live."""
-        run = await self._runs.open(
-            request, new_task_id=new_task_id, caller=caller, extensions=extensions
+        run = await self._load_push(
+            await self._runs.open(
+                request, new_task_id=new_task_id, caller=caller, extensions=extensions
+            )
         )
+        config = request.configuration
+        if config is not None and config.task_push_notification_config is not None:
+            await self._register_inline(run, config.task_push_notification_config)
         run.ctx.streaming = True
         fresh = run.task is None  # else a continued task: from its snapshot, new message included
         stream = TaskStream(self.log, self.pubsub, run.task_id, after=0 if fresh else None)
@@ -235,6 +250,101 @@ class TaskEngine:
             instance=self.cluster,
             wait=self.cancel_wait,
         )
+
+    # --- push notification configs --------------------------------------------------
+
+    async def _register_inline(self, run: TaskRun, config: TaskPushNotificationConfig) -> None:
+        """A config given with ``SendMessage``: checked first, stored once the task is.
+
+        On a new task it is the first config (no count to check) and every status change
+        follows, so no snapshot is queued; on a continued task it is a registration like
+        any other."""
+        await self.push.check(config)
+        fresh = run.task is None
+        run.ensure_task()
+        await run.flush()
+        if not fresh:
+            await self._registered(run.task_id, await self.push.set(run.task_id, config))
+            return
+        stored = await self.push.set(run.task_id, config, first=True)
+        run.push_configs = (stored.id or run.task_id,)
+        run.push_queued = self.push.queued
+
+    async def _registered(self, task_id: str, config: TaskPushNotificationConfig) -> None:
+        """A config was stored: a running task's run queues deliveries for it from now on,
+        and the config gets the task's snapshot first."""
+        run = self._runs.get(task_id)
+        if run is None or run.task is None or run.task.status.state.terminal:
+            return
+        config_id = config.id or task_id
+        if config_id not in run.push_configs:
+            run.push_configs = (*run.push_configs, config_id)
+        run.push_queued = self.push.queued
+        snapshot = Delivery(
+            agent_id=self.agent_id, task_id=task_id, config_id=config_id, seq=run.seq, snapshot=True
+        )
+        await self.store.add_deliveries([snapshot])
+        self.push.queued()
+
+    async def _load_push(self, run: TaskRun) -> TaskRun:
+        """A continued task's run learns its push configs (one read per turn, not per event)."""
+        if run.task is not None:
+            configs = await self.store.list_push_configs(self.agent_id, run.task_id)
+            if configs:
+                run.push_configs = tuple(c.id or run.task_id for c in configs)
+                run.push_queued = self.push.queued
+        return run
+
+    async def _visible(self, task_id: str, caller: Caller) -> None:
+        """Refuse (not found) a task that does not exist or ``caller`` may not see; a
+        running task is written first, so that the store knows it."""
+        run = self._runs.get(task_id)
+        if run is not None and run.task is not None:
+            _check_sees(caller, run.owner, task_id)
+            if run.dirty:
+                await run.flush()
+            return
+        await self._record(task_id, caller)
+
+    async def set_push_config(
+        self, config: TaskPushNotificationConfig, *, caller: Caller = ANONYMOUS
+    ) -> TaskPushNotificationConfig:
+        """``CreateTaskPushNotificationConfig`` for ``config.task_id`` (an id is given if it
+        has none); returns the stored config, masked."""
+        task_id = config.task_id or ""
+        await self.push.check(config)
+        await self._visible(task_id, caller)
+        stored = await self.push.set(task_id, config)
+        await self._registered(task_id, stored)
+        return masked(stored)
+
+    async def get_push_config(
+        self, task_id: str, config_id: str, *, caller: Caller = ANONYMOUS
+    ) -> TaskPushNotificationConfig:
+        """``GetTaskPushNotificationConfig``, masked; unknown ids answer not found."""
+        await self._visible(task_id, caller)
+        config = await self.store.get_push_config(self.agent_id, task_id, config_id)
+        if config is None:
+            raise not_found(task_id, f"it has no push notification config {config_id!r}")
+        return masked(config)
+
+    async def list_push_configs(
+        self, task_id: str, *, caller: Caller = ANONYMOUS
+    ) -> list[TaskPushNotificationConfig]:
+        """``ListTaskPushNotificationConfigs``, in creation order, masked."""
+        await self._visible(task_id, caller)
+        return [masked(c) for c in await self.store.list_push_configs(self.agent_id, task_id)]
+
+    async def delete_push_config(
+        self, task_id: str, config_id: str, *, caller: Caller = ANONYMOUS
+    ) -> None:
+        """``DeleteTaskPushNotificationConfig``; deleting an unknown config is not found."""
+        await self._visible(task_id, caller)
+        if not await self.store.delete_push_config(self.agent_id, task_id, config_id):
+            raise not_found(task_id, f"it has no push notification config {config_id!r}")
+        run = self._runs.get(task_id)
+        if run is not None:
+            run.push_configs = tuple(c for c in run.push_configs if c != config_id)
 
     async def close(self) -> None:
         """Stop every running executor; their tasks end ``failed`` (server shutting down).

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 
@@ -39,7 +39,7 @@ from a2a_hub.protocol.types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
-from a2a_hub.stores.base import LogConflictError, Store, TaskEvent
+from a2a_hub.stores.base import Delivery, LogConflictError, Store, TaskEvent
 
 __all__ = ["TaskRun"]
 
@@ -67,6 +67,8 @@ class TaskRun:
         "leased",
         "owner",
         "pubsub",
+        "push_configs",
+        "push_queued",
         "runs",
         "seq",
         "settled",
@@ -120,6 +122,10 @@ class TaskRun:
         self.leased = False
         #: The asyncio task running :meth:`drive`, set by whoever starts it.
         self.driver: asyncio.Future[None] | None = None
+        #: Ids of the task's push configs: each notable event saved gets a delivery each.
+        self.push_configs: tuple[str, ...] = ()
+        #: Told after a save that queued deliveries (wakes the push dispatcher).
+        self.push_queued: Callable[[], None] | None = None
 
     # --- events ----------------------------------------------------------------------
 
@@ -164,7 +170,18 @@ class TaskRun:
                         self.agent_id, self.task_id, cluster.id, cluster.lease_ttl
                     )
                     self.leased = True
-                await self.store.save_task(self.agent_id, snapshot, events, owner=self.owner)
+                if self.push_configs:
+                    await self.store.save_task(
+                        self.agent_id,
+                        snapshot,
+                        events,
+                        owner=self.owner,
+                        deliveries=self._deliveries(events),
+                    )
+                    if self.push_queued is not None:
+                        self.push_queued()
+                else:
+                    await self.store.save_task(self.agent_id, snapshot, events, owner=self.owner)
             except BaseException:
                 self._unflushed[:0] = events
                 raise
@@ -175,6 +192,26 @@ class TaskRun:
             while keep < len(self.events) and self.events[keep].seq <= written:
                 keep += 1
             del self.events[:keep]
+
+    def _deliveries(self, events: list[TaskEvent]) -> list[Delivery]:
+        """One delivery per push config for each event a webhook is told about: status
+        changes and complete artifacts (a whole one, or the last chunk of one)."""
+        out = []
+        for record in events:
+            ev = record.event
+            art = ev.artifact_update
+            if ev.status_update is None and (art is None or (art.append and not art.last_chunk)):
+                continue
+            for config_id in self.push_configs:
+                out.append(
+                    Delivery(
+                        agent_id=self.agent_id,
+                        task_id=self.task_id,
+                        config_id=config_id,
+                        seq=record.seq,
+                    )
+                )
+        return out
 
     async def release_lease(self) -> None:
         """Give the task's lease back (the executor no longer runs it)."""

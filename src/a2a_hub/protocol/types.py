@@ -221,6 +221,10 @@ class TaskPushNotificationConfig(_Wire):
     token: str | None = None
     authentication: AuthenticationInfo | None = None
     tenant: str | None = None
+    #: Not on the wire of any version: the protocol version the config came through
+    #: ("0.3", "0.1"; None: 1.0), which picks the notification body's shape.  The hub
+    #: stores it and strips it from what it answers.
+    hub_protocol: str | None = None
 
 
 # --- requests -----------------------------------------------------------------------

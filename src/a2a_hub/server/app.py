@@ -5,6 +5,7 @@ Layout of :func:`create_app`'s routes::
     GET  /healthz                       liveness and the hosted agent ids
     GET  /                              index of the hosted agents
     /admin/v1                           the admin API (server/admin.py; an admin key)
+    GET  /.well-known/jwks.json         keys that sign push notifications (also per agent)
     /a2a/{agent_id}  (AgentMount)       the agent's routes, behind the agent middleware
     ""               (AgentMount)       the same routes for the default agent (root alias)
 
@@ -37,7 +38,7 @@ from starlette.types import Scope
 from a2a_hub.server import rest
 from a2a_hub.server.admin import ADMIN_ROUTES
 from a2a_hub.server.auth import ApiKeyMiddleware
-from a2a_hub.server.cards import agent_card, legacy_agent_card
+from a2a_hub.server.cards import agent_card, jwks, legacy_agent_card
 from a2a_hub.server.conversations import context_messages
 from a2a_hub.server.errors import JSON
 from a2a_hub.server.extensions import ExtensionsMiddleware
@@ -98,6 +99,7 @@ AGENT_ROUTES: list[BaseRoute] = [
     Route("/", rpc, methods=["POST"]),
     Route("/.well-known/agent-card.json", agent_card, methods=["GET"]),
     Route("/.well-known/agent.json", legacy_agent_card, methods=["GET"]),
+    Route("/.well-known/jwks.json", jwks, methods=["GET"]),
     Route("/message:send", rest.send_message, methods=["POST"]),
     Route("/message:stream", rest.send_streaming_message, methods=["POST"]),
     Route("/tasks", rest.list_tasks, methods=["GET"]),
@@ -233,6 +235,7 @@ def create_app(hub: Hub, *, agent_middleware: Sequence[Middleware] | None = None
         Route("/healthz", healthz, methods=["GET"]),
         Route("/", index, methods=["GET"]),
         Mount("/admin/v1", routes=ADMIN_ROUTES),
+        Route("/.well-known/jwks.json", jwks, methods=["GET"]),
         AgentMount("/a2a/{agent_id}", AGENT_ROUTES, middleware=middleware),
         AgentMount("", AGENT_ROUTES, middleware=middleware, claim_unknown=False),
     ]

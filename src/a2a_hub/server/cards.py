@@ -48,6 +48,7 @@ __all__ = [
     "card_bytes",
     "card_headers",
     "extended_card_body",
+    "jwks",
     "legacy_agent_card",
     "legacy_card_bytes",
     "not_modified",
@@ -96,7 +97,7 @@ def build_card(agent: HostedAgent, base_url: str) -> AgentCard:
         version=spec.version,
         capabilities=AgentCapabilities(
             streaming=agent.streaming,
-            push_notifications=False,
+            push_notifications=True,
             extensions=agent.extensions or None,
             extended_agent_card=spec.extended_skills is not None,
         ),
@@ -274,3 +275,15 @@ async def agent_card(request: Request) -> Response:
 async def legacy_agent_card(request: Request) -> Response:
     """``GET /.well-known/agent.json``: the 0.1 card."""
     return await _serve(request, legacy=True)
+
+
+@guarded
+async def jwks(request: Request) -> Response:
+    """``GET /.well-known/jwks.json`` (also under an agent's URL): the public keys that
+    sign push notifications."""
+    hub = hub_of(request)
+    if "agent_id" in request.path_params:
+        agent_of(request, hub)
+    await hub.signing_keys.refresh()  # another instance may have rotated them
+    body = _enc.encode(hub.signing_keys.jwks())
+    return Response(body, media_type=JSON, headers={"Cache-Control": "public, max-age=60"})

@@ -28,12 +28,15 @@ from a2a_hub.protocol.errors import (
     A2AError,
     AgentNotFoundError,
     ExtendedAgentCardNotConfiguredError,
-    PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from a2a_hub.protocol.types import AgentExtension
+from a2a_hub.protocol.types import AgentExtension, Task
+from a2a_hub.push.dispatcher import Dispatcher, push_backoff
+from a2a_hub.push.keys import SigningKeys
+from a2a_hub.push.sender import WebhookSender
+from a2a_hub.push.urls import WebhookPolicy
 from a2a_hub.registry import Registry, registry_url
 from a2a_hub.server.auth import Authenticator
 from a2a_hub.server.conversations import ConversationRecorder
@@ -94,13 +97,6 @@ class HostedAgent:
                 "(its card says capabilities.streaming is false); use the non-streaming method"
             )
 
-    def push_not_supported(self) -> A2AError:
-        """The error of every push-config method (no push notifications here yet)."""
-        return PushNotificationNotSupportedError(
-            f"agent {self.id!r} does not send push notifications "
-            "(its card says capabilities.pushNotifications is false)"
-        )
-
     def no_extended_card(self) -> A2AError:
         """The error of the extended-card methods."""
         return ExtendedAgentCardNotConfiguredError(
@@ -136,6 +132,12 @@ class Hub:
         set_default_settings(settings.llm)
         self.store = store if store is not None else open_store(settings.store.url)
         self.cluster = Cluster(self.store, orphan_timeout=settings.store.orphan_timeout)
+        #: Which webhook URLs push notifications may go to (``push_allow_hosts``).
+        self.webhooks = WebhookPolicy.from_setting(settings.push.allow_hosts)
+        #: The notification signing keys (JWKS at /.well-known/jwks.json).
+        self.signing_keys = SigningKeys(self.store)
+        #: Sends push notifications while the hub runs (from :meth:`start`).
+        self.push: Dispatcher | None = None
         self.agents: dict[str, HostedAgent] = {}
         #: What remote/composite/llm agents may reach: the other agents, the MCP servers.
         #: The agents are looked up when used, so agents added later are reached too.
@@ -254,6 +256,9 @@ class Hub:
             card_v03_fields=self.settings.server.card_v03_fields,
             grpc_port=self.grpc.port if self.grpc is not None else None,
         )
+        engine.push.check_url = self.webhooks.check_url
+        if self.push is not None:
+            engine.push.on_queued = self.push.wake
         if self._started and self.registry is not None:
             self.recorders[spec.id] = ConversationRecorder(self.registry, engine)
         return agent
@@ -331,6 +336,19 @@ class Hub:
                 await self.cluster.close()
                 await self.store.close()
                 raise
+        await self.signing_keys.refresh()
+        self.push = Dispatcher(
+            self.store,
+            WebhookSender(self.webhooks),
+            self.signing_keys,
+            self.card_url,
+            push_backoff(self.settings.push.retry_steps, self.settings.push.retry_horizon),
+            snapshot=self._snapshot,
+            lease=self.settings.push.claim_lease,
+        )
+        for agent in self.agents.values():
+            agent.engine.push.on_queued = self.push.wake
+        self.push.start()
         self._started = True
         if self.registry is not None:
             await self.registry.open()
@@ -385,6 +403,20 @@ class Hub:
             except Exception:
                 log.warning("reading the registry's agents failed; retrying", exc_info=True)
 
+    async def _snapshot(self, agent_id: str, task_id: str) -> Task | None:
+        """A task's freshest snapshot: its live run's when it runs here, else the store's."""
+        agent = self.agents.get(agent_id)
+        run = agent.engine.live(task_id) if agent is not None else None
+        if run is not None and run.task is not None:
+            return run.snapshot()
+        return await self.store.get_task(agent_id, task_id)
+
+    def card_url(self, agent_id: str) -> str:
+        """The public URL of an agent's card (the ``iss`` of its notifications' JWTs)."""
+        server = self.settings.server
+        root = (server.public_url or f"http://{server.host}:{server.port}").rstrip("/")
+        return f"{root}/a2a/{agent_id}/.well-known/agent-card.json"
+
     async def close(self) -> None:
         """Stop the gRPC binding and running tasks (removed agents' too), leave the cluster,
         close the store and the registry."""
@@ -412,6 +444,9 @@ class Hub:
             await recorder.close()  # (what the engines published last is recorded first)
         self.recorders.clear()
         self._old_recorders.clear()
+        if self.push is not None:
+            await self.push.close()
+            self.push = None
         await self.cluster.close()
         await self.store.close()
         if self.registry is not None:

@@ -44,6 +44,7 @@ from a2a_hub.protocol.types import (
     StreamResponse,
     Task,
     TaskIdRequest,
+    TaskPushNotificationConfig,
 )
 from a2a_hub.server.caller import caller_of
 from a2a_hub.server.errors import JSON, encode_error, protocol_error
@@ -156,10 +157,6 @@ def _v01_encoder() -> Callable[[StreamResponse], dict[str, Any] | None]:
     return lambda event: v01.encode_stream_event(event, indexer)
 
 
-async def _no_push(call: Call) -> Any:
-    raise call.agent.push_not_supported()
-
-
 async def _extended_card(call: Call) -> Any:
     from a2a_hub.server.cards import extended_card_body
 
@@ -172,7 +169,7 @@ async def _extended_card(call: Call) -> Any:
 
 
 async def _send_10(call: Call) -> Any:
-    request = _decode(call.params, SendMessageRequest)
+    request = _via(_decode(call.params, SendMessageRequest), None)
     result = await call.agent.engine.send(
         request, caller=call.caller, extensions=activate_for_request(call.agent)
     )
@@ -183,7 +180,7 @@ async def _send_10(call: Call) -> Any:
 
 async def _stream_10(call: Call) -> Any:
     call.agent.require_streaming("SendStreamingMessage")
-    request = _decode(call.params, SendMessageRequest)
+    request = _via(_decode(call.params, SendMessageRequest), None)
     stream = await call.agent.engine.send_stream(
         request, caller=call.caller, extensions=activate_for_request(call.agent)
     )
@@ -214,6 +211,59 @@ async def _cancel_10(call: Call) -> Any:
     return await call.agent.engine.cancel_task(task_id, caller=call.caller)
 
 
+class _PushRef(msgspec.Struct, rename="camel"):
+    task_id: str
+    id: str = ""
+
+
+class _PushList(msgspec.Struct, rename="camel"):
+    configs: list[TaskPushNotificationConfig]
+    next_page_token: str = ""
+
+
+def _push_ref(call: Call, *, need_id: bool) -> _PushRef:
+    ref = _decode(call.params, _PushRef)
+    if not ref.task_id:
+        raise InvalidParamsError("params.taskId must not be empty")
+    if need_id and not ref.id:
+        raise InvalidParamsError("params.id (the push notification config id) is required")
+    return ref
+
+
+def _via(request: SendMessageRequest, version: str | None) -> SendMessageRequest:
+    """Mark an inline push config with the protocol version it came through."""
+    config = request.configuration
+    if config is None or config.task_push_notification_config is None:
+        return request
+    push = msgspec.structs.replace(config.task_push_notification_config, hub_protocol=version)
+    config = msgspec.structs.replace(config, task_push_notification_config=push)
+    return msgspec.structs.replace(request, configuration=config)
+
+
+async def _push_create_10(call: Call) -> Any:
+    config = _decode(call.params, TaskPushNotificationConfig)
+    config = msgspec.structs.replace(config, hub_protocol=None)
+    if not config.task_id:
+        raise InvalidParamsError("params.taskId is required")
+    return await call.agent.engine.set_push_config(config, caller=call.caller)
+
+
+async def _push_get_10(call: Call) -> Any:
+    ref = _push_ref(call, need_id=True)
+    return await call.agent.engine.get_push_config(ref.task_id, ref.id, caller=call.caller)
+
+
+async def _push_list_10(call: Call) -> Any:
+    ref = _push_ref(call, need_id=False)
+    return _PushList(await call.agent.engine.list_push_configs(ref.task_id, caller=call.caller))
+
+
+async def _push_delete_10(call: Call) -> Any:
+    ref = _push_ref(call, need_id=True)
+    await call.agent.engine.delete_push_config(ref.task_id, ref.id, caller=call.caller)
+    return None
+
+
 V10: dict[str, Handler] = {
     "SendMessage": _send_10,
     "SendStreamingMessage": _stream_10,
@@ -221,10 +271,10 @@ V10: dict[str, Handler] = {
     "ListTasks": _list_10,
     "CancelTask": _cancel_10,
     "SubscribeToTask": _subscribe_10,
-    "CreateTaskPushNotificationConfig": _no_push,
-    "GetTaskPushNotificationConfig": _no_push,
-    "ListTaskPushNotificationConfigs": _no_push,
-    "DeleteTaskPushNotificationConfig": _no_push,
+    "CreateTaskPushNotificationConfig": _push_create_10,
+    "GetTaskPushNotificationConfig": _push_get_10,
+    "ListTaskPushNotificationConfigs": _push_list_10,
+    "DeleteTaskPushNotificationConfig": _push_delete_10,
     "GetExtendedAgentCard": _extended_card,
 }
 
@@ -237,7 +287,7 @@ def _encode_old(task: Task) -> dict[str, Any]:
 
 
 async def _send_03(call: Call) -> Any:
-    request = v03.decode_send_params(_decode_any(call.params))
+    request = _via(v03.decode_send_params(_decode_any(call.params)), "0.3")
     result = await call.agent.engine.send(
         request, caller=call.caller, extensions=activate_for_request(call.agent)
     )
@@ -246,7 +296,7 @@ async def _send_03(call: Call) -> Any:
 
 async def _stream_03(call: Call) -> Any:
     call.agent.require_streaming("message/stream")
-    request = v03.decode_send_params(_decode_any(call.params))
+    request = _via(v03.decode_send_params(_decode_any(call.params)), "0.3")
     stream = await call.agent.engine.send_stream(
         request, caller=call.caller, extensions=activate_for_request(call.agent)
     )
@@ -279,6 +329,7 @@ async def _resubscribe_old(call: Call) -> Any:
 
 async def _send_01(call: Call) -> Any:
     request, task_id = v01.decode_send_params(_decode_any(call.params))
+    request = _via(request, "0.1")
     result = await call.agent.engine.send(
         request,
         new_task_id=task_id,
@@ -293,6 +344,7 @@ async def _send_01(call: Call) -> Any:
 async def _stream_01(call: Call) -> Any:
     call.agent.require_streaming("tasks/sendSubscribe")
     request, task_id = v01.decode_send_params(_decode_any(call.params))
+    request = _via(request, "0.1")
     stream = await call.agent.engine.send_stream(
         request,
         new_task_id=task_id,
@@ -300,6 +352,56 @@ async def _stream_01(call: Call) -> Any:
         extensions=activate_for_request(call.agent),
     )
     return _rpc_stream(call, stream, _v01_encoder(), "0.1")
+
+
+async def _push_set_03(call: Call) -> Any:
+    config = v03.decode_push_config_set(_decode_any(call.params))
+    config = msgspec.structs.replace(config, hub_protocol="0.3")
+    return v03.encode_push_config(
+        await call.agent.engine.set_push_config(config, caller=call.caller)
+    )
+
+
+async def _push_get_03(call: Call) -> Any:
+    task_id, config_id = v03.decode_push_config_ref(_decode_any(call.params))
+    engine = call.agent.engine
+    if config_id is None:  # 0.3 get without a config id: the task's default config
+        config_id = task_id
+        configs = await engine.list_push_configs(task_id, caller=call.caller)
+        if configs and all(c.id != task_id for c in configs):
+            config_id = configs[0].id or task_id
+    return v03.encode_push_config(
+        await engine.get_push_config(task_id, config_id, caller=call.caller)
+    )
+
+
+async def _push_list_03(call: Call) -> Any:
+    task_id, _ = v03.decode_push_config_ref(_decode_any(call.params))
+    configs = await call.agent.engine.list_push_configs(task_id, caller=call.caller)
+    return [v03.encode_push_config(c) for c in configs]
+
+
+async def _push_delete_03(call: Call) -> Any:
+    task_id, config_id = v03.decode_push_config_ref(
+        _decode_any(call.params), require_config_id=True
+    )
+    assert config_id is not None
+    await call.agent.engine.delete_push_config(task_id, config_id, caller=call.caller)
+    return None
+
+
+async def _push_set_01(call: Call) -> Any:
+    config = msgspec.structs.replace(
+        v01.decode_push_set(_decode_any(call.params)), hub_protocol="0.1"
+    )
+    stored = await call.agent.engine.set_push_config(config, caller=call.caller)
+    return v01.encode_push_config(stored.task_id or "", stored)
+
+
+async def _push_get_01(call: Call) -> Any:
+    task_id = v03.decode_task_id(_decode_any(call.params))
+    config = await call.agent.engine.get_push_config(task_id, task_id, caller=call.caller)
+    return v01.encode_push_config(task_id, config)
 
 
 _SHARED: dict[str, Handler] = {
@@ -312,10 +414,10 @@ V03: dict[str, Handler] = {
     "message/send": _send_03,
     "message/stream": _stream_03,
     **_SHARED,
-    "tasks/pushNotificationConfig/set": _no_push,
-    "tasks/pushNotificationConfig/get": _no_push,
-    "tasks/pushNotificationConfig/list": _no_push,
-    "tasks/pushNotificationConfig/delete": _no_push,
+    "tasks/pushNotificationConfig/set": _push_set_03,
+    "tasks/pushNotificationConfig/get": _push_get_03,
+    "tasks/pushNotificationConfig/list": _push_list_03,
+    "tasks/pushNotificationConfig/delete": _push_delete_03,
     "agent/getAuthenticatedExtendedCard": _extended_card,
 }
 
@@ -323,8 +425,8 @@ V01: dict[str, Handler] = {
     "tasks/send": _send_01,
     "tasks/sendSubscribe": _stream_01,
     **_SHARED,
-    "tasks/pushNotification/set": _no_push,
-    "tasks/pushNotification/get": _no_push,
+    "tasks/pushNotification/set": _push_set_01,
+    "tasks/pushNotification/get": _push_get_01,
 }
 
 _FAMILIES: dict[str, dict[str, Handler]] = {"1.0": V10, "0.3": {**V01, **V03}, "0.1": V01}

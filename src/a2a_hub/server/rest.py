@@ -29,6 +29,7 @@ from a2a_hub.protocol.types import (
     SendMessageRequest,
     SendMessageResponse,
     Task,
+    TaskPushNotificationConfig,
     TaskState,
 )
 from a2a_hub.server.caller import caller_of
@@ -236,11 +237,38 @@ async def cancel_task(request: Request) -> Response:
     return _ok(task)
 
 
+class _PushList(msgspec.Struct, rename="camel"):
+    configs: list[TaskPushNotificationConfig]
+    next_page_token: str = ""
+
+
 @guarded
 async def push_config(request: Request) -> Response:
-    """``/tasks/{id}/pushNotificationConfigs[/{config_id}]``: no push notifications here yet."""
-    _, agent = _target(request)
-    raise agent.push_not_supported()
+    """``POST|GET /tasks/{id}/pushNotificationConfigs`` (create, list) and
+    ``GET|DELETE /tasks/{id}/pushNotificationConfigs/{config_id}`` (get, delete)."""
+    hub, agent = _target(request)
+    engine, caller = agent.engine, caller_of(request)
+    task_id = request.path_params["task_id"]
+    config_id = request.path_params.get("config_id")
+    if config_id is not None:
+        if request.method == "DELETE":
+            await engine.delete_push_config(task_id, config_id, caller=caller)
+            return _ok({})
+        return _ok(await engine.get_push_config(task_id, config_id, caller=caller))
+    if request.method == "GET":
+        return _ok(_PushList(await engine.list_push_configs(task_id, caller=caller)))
+    body = await read_body(request, hub.settings.server.max_body_bytes)
+    _check_json(request, body)
+    try:
+        config = msgspec.json.decode(body, type=TaskPushNotificationConfig)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise InvalidParamsError(f"invalid push notification config: {exc}") from None
+    if config.task_id not in (None, "", task_id):
+        raise InvalidParamsError(
+            f"taskId {config.task_id!r} in the body does not match the path's task {task_id!r}"
+        )
+    config = msgspec.structs.replace(config, task_id=task_id, hub_protocol=None)
+    return _ok(await engine.set_push_config(config, caller=caller))
 
 
 @guarded

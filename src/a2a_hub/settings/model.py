@@ -223,6 +223,37 @@ class PushSettings(Section):
     key_prefix = "push_"
     title = "Push notifications"
 
+    allow_hosts: Annotated[
+        str,
+        setting(
+            "Hosts or CIDRs webhooks may reach although local or private, over http too.",
+            metavar="HOSTS",
+        ),
+    ] = ""
+    retry_steps: Annotated[
+        str,
+        setting(
+            "Waits before the first retries of a notification; then doubling, ±20 %.",
+            metavar="SECONDS",
+        ),
+    ] = "5,30,120,600,1800"
+    retry_horizon: Annotated[
+        float,
+        setting(
+            "Seconds after its first failure a notification is given up (kept as dead).",
+            ge=0,
+            metavar="SECONDS",
+        ),
+    ] = 86400.0
+    claim_lease: Annotated[
+        float,
+        setting(
+            "Seconds a claimed notification is held before another instance may send it.",
+            gt=0,
+            metavar="SECONDS",
+        ),
+    ] = 60.0
+
 
 class AuthSettings(Section):
     """Authentication (``[auth]``, ``A2A_HUB_AUTH_*``, ``--auth-*``)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import functools
 import time
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Concatenate, NamedTuple, ParamSpec, Protocol, TypeVar
@@ -37,9 +38,12 @@ from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationCon
 from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 
 __all__ = [
+    "Delivery",
     "EventLog",
     "LogConflictError",
+    "MetaStore",
     "PushConfigStore",
+    "PushOutbox",
     "Store",
     "StoredTask",
     "TaskEvent",
@@ -111,6 +115,47 @@ def check_continues(task_id: str, events: Sequence[TaskEvent], last_stored: int)
     check_events(task_id, events)
     if events and events[0].seq != last_stored + 1:
         raise log_conflict(task_id, events[0].seq, last_stored)
+
+
+class Delivery(msgspec.Struct, kw_only=True):
+    """One push notification owed to one config: the task's event ``seq`` (or, with
+    ``snapshot``, the task as it is when sent, for a config registered on a running task).
+
+    Its identity is ``(agent_id, task_id, config_id, seq, snapshot)``; :attr:`id` is a
+    stable id derived from it (the same on every retry and every instance).  A pending
+    delivery may be tried from ``due`` (wall-clock seconds); a claimed one has ``due``
+    pushed to the end of its lease, so a dead instance's claims come due again.
+    """
+
+    agent_id: str
+    task_id: str
+    config_id: str
+    seq: int
+    snapshot: bool = False
+    attempts: int = 0
+    due: float = 0.0
+    first_failure: float | None = None
+    last_error: str = ""
+    dead: bool = False
+
+    @property
+    def id(self) -> str:
+        """The stable delivery id (``X-A2A-Notification-Id``, the JWT's ``jti``)."""
+        return delivery_id(self.agent_id, self.task_id, self.config_id, self.seq, self.snapshot)
+
+    @property
+    def order(self) -> tuple[int, bool]:
+        """Its place among the deliveries to the same config."""
+        return self.seq, self.snapshot
+
+
+_DELIVERY_NS = uuid.UUID("5f1b3f0c-6c1e-4c55-a3b5-0f6e0b0d2a11")
+
+
+def delivery_id(agent_id: str, task_id: str, config_id: str, seq: int, snapshot: bool) -> str:
+    """The stable id of a delivery."""
+    kind = "s" if snapshot else "e"
+    return str(uuid.uuid5(_DELIVERY_NS, f"{agent_id}\0{task_id}\0{config_id}\0{seq}\0{kind}"))
 
 
 class StoredTask(NamedTuple):
@@ -237,11 +282,13 @@ class TaskStore(ABC):
         events: Sequence[TaskEvent] = (),
         *,
         owner: str | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
         """Create or replace the snapshot and append ``events`` to its log, atomically.
 
         ``owner`` is recorded when the task is created (its first save) and never
-        changed by later saves.
+        changed by later saves.  ``deliveries`` (push notifications of these events)
+        enter the outbox in the same atomic write; a delivery already there is kept.
 
         ``events`` must continue the log: their ``seq`` values follow the last
         stored one without gaps.  Events that do not (a gap, a duplicate: another
@@ -301,8 +348,63 @@ class PushConfigStore(ABC):
         """Remove one config; ``False`` if it did not exist."""
 
 
-class Store(TaskStore, EventLog, PushConfigStore):
-    """A complete backend: all three interfaces plus a lifecycle."""
+class PushOutbox(ABC):
+    """Push notifications owed, until sent (then removed) or given up (then kept as dead).
+
+    Deliveries enter with the events they announce (``save_task(deliveries=…)``) or
+    through :meth:`add_deliveries`.  :meth:`claim_deliveries` hands each due delivery
+    to one claimant at a time, and only the first pending delivery of each config
+    (its ``order``), so that one config's notifications go out in order while other
+    configs go on.  A claim lasts ``lease`` seconds: the claimant finishes the
+    delivery, or reschedules it, before then, or another instance takes it over.
+    """
+
+    @abstractmethod
+    async def add_deliveries(self, deliveries: Sequence[Delivery]) -> None:
+        """Queue deliveries (one already queued or dead is kept as it is)."""
+
+    @abstractmethod
+    async def claim_deliveries(
+        self, limit: int, lease: float, now: float | None = None
+    ) -> list[Delivery]:
+        """Claim up to ``limit`` due deliveries, each the first pending one of its config,
+        for ``lease`` seconds; no two calls get the same delivery while its lease runs."""
+
+    @abstractmethod
+    async def finish_delivery(self, delivery: Delivery) -> None:
+        """Remove a delivery (sent, or no longer wanted)."""
+
+    @abstractmethod
+    async def update_delivery(self, delivery: Delivery) -> None:
+        """Store a claimed delivery's new ``attempts``, ``due``, error and ``dead`` flag
+        (which ends the claim); a dead delivery no longer holds back its config."""
+
+    @abstractmethod
+    async def dead_deliveries(self, limit: int = 1000) -> list[Delivery]:
+        """The deliveries that gave up, oldest due first."""
+
+    @abstractmethod
+    async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:
+        """Queue dead deliveries again (those with these :attr:`Delivery.id`, or all), due
+        now with no attempts; returns how many."""
+
+
+class MetaStore(ABC):
+    """Small named values the hub's instances share (the push signing keys), changed by
+    compare-and-swap so that instances changing one at once never lose a change."""
+
+    @abstractmethod
+    async def get_meta(self, name: str) -> bytes | None:
+        """The value, or ``None`` if there is none."""
+
+    @abstractmethod
+    async def swap_meta(self, name: str, expected: bytes | None, value: bytes) -> bool:
+        """Set ``value`` if the stored value is ``expected`` (``None``: absent); returns
+        whether it was set."""
+
+
+class Store(TaskStore, EventLog, PushConfigStore, PushOutbox, MetaStore):
+    """A complete backend: all five interfaces plus a lifecycle."""
 
     url: str = ""
     _coordinator: Coordinator | None = None

@@ -7,6 +7,7 @@ it would against a real backend.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -15,6 +16,7 @@ import msgspec
 from a2a_hub.protocol.errors import TaskNotFoundError
 from a2a_hub.protocol.types import Task, TaskPushNotificationConfig
 from a2a_hub.stores.base import (
+    Delivery,
     Store,
     StoredTask,
     TaskEvent,
@@ -53,6 +55,11 @@ class MemoryStore(Store):
         self.url = url
         self._tasks: dict[tuple[str, str], _Entry] = {}
         self._push: dict[tuple[str, str], dict[str, bytes]] = {}
+        #: The outbox: identity -> delivery (copied in and out).
+        self._outbox: dict[tuple[str, str, str, int, bool], Delivery] = {}
+        self._meta: dict[str, bytes] = {}
+        #: (agent, task, config) -> the identities of its deliveries (pending or dead).
+        self._queues: dict[tuple[str, str, str], set[tuple[str, str, str, int, bool]]] = {}
 
     async def get_task(self, agent_id: str, task_id: str) -> Task | None:
         entry = self._tasks.get((agent_id, task_id))
@@ -71,6 +78,7 @@ class MemoryStore(Store):
         events: Sequence[TaskEvent] = (),
         *,
         owner: str | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
         key = (agent_id, task.id)
         entry = self._tasks.get(key)
@@ -89,6 +97,7 @@ class MemoryStore(Store):
             logged,
             entry.owner if entry else owner,  # recorded at creation, never changed
         )
+        self._add(deliveries)
 
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
         rows = [
@@ -117,6 +126,8 @@ class MemoryStore(Store):
 
     async def delete_task(self, agent_id: str, task_id: str) -> bool:
         self._push.pop((agent_id, task_id), None)
+        for ident in [i for i in self._outbox if i[0] == agent_id and i[1] == task_id]:
+            self._forget(ident)
         return self._tasks.pop((agent_id, task_id), None) is not None
 
     async def read_events(
@@ -156,3 +167,74 @@ class MemoryStore(Store):
     async def delete_push_config(self, agent_id: str, task_id: str, config_id: str) -> bool:
         configs = self._push.get((agent_id, task_id))
         return configs is not None and configs.pop(config_id, None) is not None
+
+    # --- outbox --------------------------------------------------------------------------
+
+    def _add(self, deliveries: Sequence[Delivery]) -> None:
+        for d in deliveries:
+            ident = (d.agent_id, d.task_id, d.config_id, d.seq, d.snapshot)
+            if ident not in self._outbox:
+                self._outbox[ident] = msgspec.structs.replace(d)
+                self._queues.setdefault(ident[:3], set()).add(ident)
+
+    def _forget(self, ident: tuple[str, str, str, int, bool]) -> None:
+        self._outbox.pop(ident, None)
+        queue = self._queues.get(ident[:3])
+        if queue is not None:
+            queue.discard(ident)
+            if not queue:
+                del self._queues[ident[:3]]
+
+    async def add_deliveries(self, deliveries: Sequence[Delivery]) -> None:
+        self._add(deliveries)
+
+    async def claim_deliveries(
+        self, limit: int, lease: float, now: float | None = None
+    ) -> list[Delivery]:
+        at = time.time() if now is None else now
+        due = []
+        for queue in self._queues.values():  # one entry per config with pending deliveries
+            pending = [self._outbox[i] for i in queue if not self._outbox[i].dead]
+            if pending:
+                head = min(pending, key=lambda d: d.order)
+                if head.due <= at:
+                    due.append(head)
+        due.sort(key=lambda d: d.due)
+        for d in due[:limit]:
+            d.due = at + lease
+        return [msgspec.structs.replace(d) for d in due[:limit]]
+
+    async def finish_delivery(self, delivery: Delivery) -> None:
+        d = delivery
+        self._forget((d.agent_id, d.task_id, d.config_id, d.seq, d.snapshot))
+
+    async def update_delivery(self, delivery: Delivery) -> None:
+        d = delivery
+        ident = (d.agent_id, d.task_id, d.config_id, d.seq, d.snapshot)
+        if ident in self._outbox:
+            self._outbox[ident] = msgspec.structs.replace(d)
+
+    async def dead_deliveries(self, limit: int = 1000) -> list[Delivery]:
+        dead = sorted((d for d in self._outbox.values() if d.dead), key=lambda d: d.due)
+        return [msgspec.structs.replace(d) for d in dead[:limit]]
+
+    async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:
+        wanted = None if ids is None else set(ids)
+        count = 0
+        at = time.time()
+        for d in self._outbox.values():
+            if d.dead and (wanted is None or d.id in wanted):
+                d.dead, d.attempts, d.due, d.first_failure, d.last_error = False, 0, at, None, ""
+                count += 1
+        return count
+
+    # --- meta --------------------------------------------------------------------------
+
+    async def get_meta(self, name: str) -> bytes | None:
+        return self._meta.get(name)
+
+    async def swap_meta(self, name: str, expected: bytes | None, value: bytes) -> bool:
+        if self._meta.get(name) != expected:
+            return False
+        self._meta[name] = bytes(value)
+        return True

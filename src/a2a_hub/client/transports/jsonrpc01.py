@@ -19,6 +19,7 @@ from a2a_hub.protocol.types import (
     StreamResponse,
     Task,
     TaskArtifactUpdateEvent,
+    TaskPushNotificationConfig,
     TaskStatusUpdateEvent,
 )
 
@@ -41,6 +42,9 @@ class JsonRpc01Transport(LegacyJsonRpcTransport):
         config = request.configuration
         if config is not None and config.history_length is not None:
             params["historyLength"] = config.history_length
+        if config is not None and config.task_push_notification_config is not None:
+            push = v01.encode_push_config(params["id"], config.task_push_notification_config)
+            params["pushNotification"] = push["pushNotificationConfig"]
         if request.metadata:
             params["metadata"] = request.metadata
         return params
@@ -86,3 +90,18 @@ class JsonRpc01Transport(LegacyJsonRpcTransport):
 
     async def list_tasks(self, request: ListTasksRequest) -> ListTasksResponse:
         raise self._unsupported("ListTasks")
+
+    # 0.1 has one push config per task, whose id is the task's.
+
+    async def create_push_config(
+        self, config: TaskPushNotificationConfig
+    ) -> TaskPushNotificationConfig:
+        params = v01.encode_push_config(config.task_id or "", config)
+        return v01.decode_push_set(await self._call("tasks/pushNotification/set", params, Any))
+
+    async def get_push_config(self, task_id: str, config_id: str) -> TaskPushNotificationConfig:
+        result = await self._call("tasks/pushNotification/get", {"id": task_id}, Any)
+        return v01.decode_push_set(result)
+
+    async def list_push_configs(self, task_id: str) -> list[TaskPushNotificationConfig]:
+        return [await self.get_push_config(task_id, task_id)]

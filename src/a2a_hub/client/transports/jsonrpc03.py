@@ -15,6 +15,7 @@ from a2a_hub.protocol.types import (
     SendMessageRequest,
     StreamResponse,
     Task,
+    TaskPushNotificationConfig,
 )
 
 __all__ = ["JsonRpc03Transport"]
@@ -29,6 +30,9 @@ def _send_params(request: SendMessageRequest) -> dict[str, Any]:
             c["acceptedOutputModes"] = config.accepted_output_modes
         if config.history_length is not None:
             c["historyLength"] = config.history_length
+        if config.task_push_notification_config is not None:
+            pc = config.task_push_notification_config
+            c["pushNotificationConfig"] = v03.encode_push_config(pc)["pushNotificationConfig"]
         params["configuration"] = c
     if request.metadata:
         params["metadata"] = request.metadata
@@ -55,3 +59,25 @@ class JsonRpc03Transport(LegacyJsonRpcTransport):
 
     async def list_tasks(self, request: ListTasksRequest) -> ListTasksResponse:
         raise self._unsupported("ListTasks (tasks/list)")
+
+    async def create_push_config(
+        self, config: TaskPushNotificationConfig
+    ) -> TaskPushNotificationConfig:
+        params = v03.encode_push_config(config)
+        result = await self._call("tasks/pushNotificationConfig/set", params, Any)
+        return v03.decode_push_config_set(result)
+
+    async def get_push_config(self, task_id: str, config_id: str) -> TaskPushNotificationConfig:
+        params = {"id": task_id, "pushNotificationConfigId": config_id}
+        result = await self._call("tasks/pushNotificationConfig/get", params, Any)
+        return v03.decode_push_config_set(result)
+
+    async def list_push_configs(self, task_id: str) -> list[TaskPushNotificationConfig]:
+        result = await self._call(
+            "tasks/pushNotificationConfig/list", {"id": task_id}, list[dict[str, Any]]
+        )
+        return [v03.decode_push_config_set(c) for c in result]
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> None:
+        params = {"id": task_id, "pushNotificationConfigId": config_id}
+        await self._call("tasks/pushNotificationConfig/delete", params, type(None))

@@ -34,7 +34,12 @@ import grpc
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
-from a2a_hub.protocol.errors import A2AError, InternalError, VersionNotSupportedError
+from a2a_hub.protocol.errors import (
+    A2AError,
+    InternalError,
+    UnsupportedOperationError,
+    VersionNotSupportedError,
+)
 from a2a_hub.protocol.types import Message, Task
 from a2a_hub.server.errors import error_info
 from a2a_hub.server.extensions import activate, parse
@@ -188,32 +193,37 @@ class A2AServicer:
         """The push-config and extended-card methods: the agent's capability error."""
         try:
             agent = (await self._open(tenant, context)).agent
-            raise agent.push_not_supported() if push else agent.no_extended_card()
+            if push:
+                raise UnsupportedOperationError(
+                    "push notification configs are not served over gRPC yet; set them over "
+                    "JSON-RPC or HTTP+JSON (the notifications themselves are sent either way)"
+                )
+            raise agent.no_extended_card()
         except A2AError as err:
             await _abort(context, err)
 
     async def CreateTaskPushNotificationConfig(
         self, request: pb.TaskPushNotificationConfig, context: Context
     ) -> pb.TaskPushNotificationConfig:
-        """Refused: no agent here sends push notifications yet."""
+        """Refused over gRPC for now (served over JSON-RPC and HTTP+JSON)."""
         await self._refuse(request.tenant, context, push=True)
 
     async def GetTaskPushNotificationConfig(
         self, request: pb.GetTaskPushNotificationConfigRequest, context: Context
     ) -> pb.TaskPushNotificationConfig:
-        """Refused: no agent here sends push notifications yet."""
+        """Refused over gRPC for now (served over JSON-RPC and HTTP+JSON)."""
         await self._refuse(request.tenant, context, push=True)
 
     async def ListTaskPushNotificationConfigs(
         self, request: pb.ListTaskPushNotificationConfigsRequest, context: Context
     ) -> pb.ListTaskPushNotificationConfigsResponse:
-        """Refused: no agent here sends push notifications yet."""
+        """Refused over gRPC for now (served over JSON-RPC and HTTP+JSON)."""
         await self._refuse(request.tenant, context, push=True)
 
     async def DeleteTaskPushNotificationConfig(
         self, request: pb.DeleteTaskPushNotificationConfigRequest, context: Context
     ) -> object:
-        """Refused: no agent here sends push notifications yet."""
+        """Refused over gRPC for now (served over JSON-RPC and HTTP+JSON)."""
         await self._refuse(request.tenant, context, push=True)
 
     async def GetExtendedAgentCard(

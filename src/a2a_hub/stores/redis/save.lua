@@ -3,13 +3,16 @@
 -- KEYS: (common 1..4), task, events, push, context index, state index
 -- ARGV: (common 1..3), task id, snapshot, context id, state, updated_at, terminal (1/0),
 --       task/history/push TTL (ms, 0 = forever), owner ('' = none, else '=' .. owner),
---       seq of the first event (0: none), event payloads...
+--       seq of the first event (0: none), event payloads..., then per delivery
+--       (ident, order, json, queue key), then the number of deliveries
+--       (KEYS 10, 11: the outbox's due zset and data hash, KEYS 12: its dead hash)
 -- Returns {1, last seq} or, when the events do not continue the log, {0, stored last seq}.
 -- The owner is recorded when the task is created and never changed afterwards.
 local task, stream, push, ctx_index, state_index = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local id, data, ctx, state, updated = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local task_ttl, history_ttl, push_ttl = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
-local given_owner, first, count = ARGV[13], tonumber(ARGV[14]), #ARGV - 14
+local ndeliv = tonumber(ARGV[#ARGV])
+local given_owner, first, count = ARGV[13], tonumber(ARGV[14]), #ARGV - 15 - 4 * ndeliv
 
 sweep(16)  -- a few due index entries per save
 local cur = redis.call('HMGET', task, 'seq', 'ctx', 'state', 'upd', 'end', 'owner')
@@ -64,5 +67,15 @@ elseif cur[5] then
   redis.call('ZREM', ix.expiring, id)
   redis.call('HDEL', ix.ended, id)
   redis.call('HDEL', ix.ended_owner, id)
+end
+-- the deliveries of these events enter the outbox in this same write
+local at = 14 + count
+for i = 1, ndeliv do
+  local ident, order, json, queue = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]
+  at = at + 4
+  if redis.call('HEXISTS', KEYS[12], ident) == 0 and redis.call('HSETNX', KEYS[11], ident, json) == 1 then
+    redis.call('ZADD', KEYS[10], 0, ident)
+    redis.call('ZADD', queue, order, ident)
+  end
 end
 return {1, last}

@@ -21,6 +21,8 @@ __all__ = [
     "DELETE",
     "LAST_SEQ",
     "LIST",
+    "META_SWAP",
+    "OUTBOX_CLAIM",
     "OWNER",
     "RELEASE",
     "RENEW",
@@ -62,7 +64,9 @@ LIST = LuaScript.read("common.lua", "list.lua")
 DELETE = LuaScript.read("common.lua", "delete.lua")
 SET_PUSH = LuaScript.read("set_push.lua")
 LAST_SEQ = LuaScript.read("last_seq.lua")
-STORE_SCRIPTS = (SAVE, LIST, DELETE, SET_PUSH, LAST_SEQ)
+OUTBOX_CLAIM = LuaScript.read("outbox_claim.lua")
+META_SWAP = LuaScript.read("meta_swap.lua")
+STORE_SCRIPTS = (SAVE, LIST, DELETE, SET_PUSH, LAST_SEQ, OUTBOX_CLAIM, META_SWAP)
 
 # The coordinator's.
 ACQUIRE = LuaScript.read("lease_acquire.lua")

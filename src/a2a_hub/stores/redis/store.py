@@ -53,6 +53,12 @@ touches lives in one slot):
 ``P:{A}:ended-owner``              hash: ended task id -> its owner (owned tasks only),
                                    the same for the owner index
 ``P:{A}:tmp:<uuid>``               scratch intersection inside one list script
+``P:outbox:due``                   zset: pending push delivery -> due time (a claim
+                                   moves it to the end of the lease)
+``P:outbox:data``                  hash: pending delivery -> its JSON
+``P:outbox:q:<A>\0<task>\0<cfg>``  zset: one config's pending deliveries by order
+``P:outbox:dead``                  hash: dead delivery -> its JSON
+``P:meta:<name>``                  a shared named value (the push signing keys)
 =================================  ==================================================
 
 Writes go through Lua scripts (the ``.lua`` files of this package, read once
@@ -81,6 +87,7 @@ its password); a missing ``redis`` package raises :class:`ImportError` naming
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -101,6 +108,7 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
 from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig
 from a2a_hub.stores.base import (
+    Delivery,
     Store,
     StoredTask,
     TaskEvent,
@@ -132,6 +140,7 @@ _enc = msgspec.json.Encoder()
 _task_dec = msgspec.json.Decoder(Task)
 _event_dec = msgspec.json.Decoder(StreamResponse)
 _push_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
+_delivery_dec = msgspec.json.Decoder(Delivery)
 
 
 # --- options ----------------------------------------------------------------------------
@@ -360,6 +369,7 @@ class RedisStore(Store):
         events: Sequence[TaskEvent] = (),
         *,
         owner: str | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
         check_events(task.id, events)
         k = self.keys(agent_id)
@@ -371,6 +381,7 @@ class RedisStore(Store):
             k.push(task.id),
             k.context(task.context_id),
             k.state(state.value),
+            *self._outbox_keys,
         )
         args: list[str | bytes | int] = [
             *k.common_args,
@@ -387,6 +398,10 @@ class RedisStore(Store):
             events[0].seq if events else 0,
         ]
         args.extend(_enc.encode(e.event) for e in events)
+        for d in deliveries:
+            ident, queue = self._ident(d)
+            args.extend((ident, d.seq * 2 + int(d.snapshot), _enc.encode(d), queue))
+        args.append(len(deliveries))
         ok, stored = await scripts.SAVE(self.client, keys, args)
         if not ok:
             raise log_conflict(task.id, events[0].seq, int(stored))
@@ -476,6 +491,121 @@ class RedisStore(Store):
     async def last_seq(self, agent_id: str, task_id: str) -> int:
         k = self.keys(agent_id)
         return int(await scripts.LAST_SEQ(self.client, (k.task(task_id), k.events(task_id)), ()))
+
+    # --- outbox --------------------------------------------------------------------------
+
+    @property
+    def _outbox_keys(self) -> tuple[str, str, str]:
+        base = f"{self.prefix}:outbox:"
+        return base + "due", base + "data", base + "dead"
+
+    def _ident(self, d: Delivery) -> tuple[str, str]:
+        """A delivery's member name in the outbox, and its config's queue key."""
+        queue = f"{d.agent_id}\0{d.task_id}\0{d.config_id}"
+        return f"{queue}|{d.seq}|{int(d.snapshot)}", f"{self.prefix}:outbox:q:{queue}"
+
+    @_guarded
+    async def add_deliveries(self, deliveries: Sequence[Delivery]) -> None:
+        due, data, dead = self._outbox_keys
+        for d in deliveries:
+            ident, queue = self._ident(d)
+            if await self.client.hexists(dead, ident):
+                continue
+            if await self.client.hsetnx(data, ident, _enc.encode(d)):
+                async with self.client.pipeline(transaction=True) as pipe:
+                    pipe.zadd(due, {ident: d.due})
+                    pipe.zadd(queue, {ident: d.seq * 2 + int(d.snapshot)})
+                    await pipe.execute()
+
+    @_guarded
+    async def claim_deliveries(
+        self, limit: int, lease: float, now: float | None = None
+    ) -> list[Delivery]:
+        at = time.time() if now is None else now
+        due, data, _ = self._outbox_keys
+        blobs = await scripts.OUTBOX_CLAIM(
+            self.client,
+            (due, data),
+            (repr(at), repr(at + lease), limit, f"{self.prefix}:outbox:q:"),
+        )
+        claimed = [_delivery_dec.decode(b) for b in blobs]
+        for d in claimed:
+            d.due = at + lease
+        return claimed
+
+    @_guarded
+    async def finish_delivery(self, delivery: Delivery) -> None:
+        due, data, _ = self._outbox_keys
+        ident, queue = self._ident(delivery)
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.zrem(due, ident)
+            pipe.hdel(data, ident)
+            pipe.zrem(queue, ident)
+            await pipe.execute()
+
+    @_guarded
+    async def update_delivery(self, delivery: Delivery) -> None:
+        due, data, dead = self._outbox_keys
+        ident, queue = self._ident(delivery)
+        if not await self.client.hexists(data, ident):
+            return
+        async with self.client.pipeline(transaction=True) as pipe:
+            if delivery.dead:
+                pipe.zrem(due, ident)
+                pipe.hdel(data, ident)
+                pipe.zrem(queue, ident)
+                pipe.hset(dead, ident, _enc.encode(delivery))
+            else:
+                pipe.hset(data, ident, _enc.encode(delivery))
+                pipe.zadd(due, {ident: delivery.due})
+            await pipe.execute()
+
+    @_guarded
+    async def dead_deliveries(self, limit: int = 1000) -> list[Delivery]:
+        _, _, dead = self._outbox_keys
+        blobs = cast(list[bytes], await self.client.hvals(dead))
+        found = sorted((_delivery_dec.decode(b) for b in blobs), key=lambda d: d.due)
+        return found[:limit]
+
+    @_guarded
+    async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:
+        due, data, dead = self._outbox_keys
+        wanted = None if ids is None else set(ids)
+        at = time.time()
+        count = 0
+        entries = cast(dict[bytes, bytes], await self.client.hgetall(dead))
+        for raw_ident, blob in entries.items():
+            d = _delivery_dec.decode(blob)
+            if wanted is not None and d.id not in wanted:
+                continue
+            d = msgspec.structs.replace(
+                d, dead=False, attempts=0, due=at, first_failure=None, last_error=""
+            )
+            ident, queue = self._ident(d)
+            async with self.client.pipeline(transaction=True) as pipe:
+                pipe.hdel(dead, raw_ident)
+                pipe.hset(data, ident, _enc.encode(d))
+                pipe.zadd(due, {ident: at})
+                pipe.zadd(queue, {ident: d.seq * 2 + int(d.snapshot)})
+                await pipe.execute()
+            count += 1
+        return count
+
+    # --- meta --------------------------------------------------------------------------
+
+    @_guarded
+    async def get_meta(self, name: str) -> bytes | None:
+        value = await self.client.get(f"{self.prefix}:meta:{name}")
+        return None if value is None else cast(bytes, value)
+
+    @_guarded
+    async def swap_meta(self, name: str, expected: bytes | None, value: bytes) -> bool:
+        done = await scripts.META_SWAP(
+            self.client,
+            (f"{self.prefix}:meta:{name}",),
+            (expected or b"", value, "0" if expected is None else "1"),
+        )
+        return bool(done)
 
     # --- push configs ------------------------------------------------------------------
 

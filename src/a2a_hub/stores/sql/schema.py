@@ -34,8 +34,10 @@ __all__ = [
     "SCHEMA_VERSION",
     "events",
     "leases",
+    "meta",
     "metadata",
     "push_configs",
+    "push_outbox",
     "schema_version",
     "setup_schema",
     "tasks",
@@ -43,7 +45,7 @@ __all__ = [
 
 #: Version of the schema this code writes.  Bump it and add an entry to
 #: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: PostgreSQL NOTIFY channel announcing new events ("agent_id task_id seq").
 EVENTS_CHANNEL = "a2a_events"
@@ -94,6 +96,32 @@ push_configs = Table(
     ),
 )
 
+# Push notifications owed (v5): written in the save that writes their event; no foreign
+# key, so that a delivery of a deleted task or config is simply dropped when it comes due.
+push_outbox = Table(
+    "a2a_push_outbox",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("task_id", String, primary_key=True),
+    Column("config_id", String, primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("snapshot", Integer, primary_key=True),  # 1: the task's snapshot, 0: event seq
+    Column("attempts", Integer, nullable=False),
+    Column("due", Double, nullable=False),
+    Column("first_failure", Double, nullable=True),
+    Column("last_error", String, nullable=False),
+    Column("dead", Integer, nullable=False),
+)
+Index("ix_a2a_push_outbox_due", push_outbox.c.dead, push_outbox.c.due)
+
+# Small named values shared by the instances, e.g. the push signing keys (v5).
+meta = Table(
+    "a2a_meta",
+    metadata,
+    Column("name", String, primary_key=True),
+    Column("value", LargeBinary, nullable=False),
+)
+
 schema_version = Table(
     "a2a_schema_version",
     metadata,
@@ -112,7 +140,7 @@ leases = Table(
 Index("ix_a2a_leases_owner", leases.c.owner)
 Index("ix_a2a_leases_expires", leases.c.expires_at)
 
-_DATA_TABLES = (tasks, events, push_configs, leases)
+_DATA_TABLES = (tasks, events, push_configs, leases, push_outbox, meta)
 
 
 async def _create(conn: AsyncConnection, table: Table) -> None:
@@ -219,11 +247,18 @@ async def _add_save_function(conn: AsyncConnection) -> None:
         await conn.exec_driver_sql(_SAVE_TASKS_SQL)
 
 
+async def _add_outbox(conn: AsyncConnection) -> None:
+    """Version 5: the push notification outbox and the shared named values."""
+    await _create(conn, push_outbox)
+    await _create(conn, meta)
+
+
 # Upgrades, keyed by the version they produce; each runs inside the setup transaction.
 _MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {
     2: _add_leases,
     3: _add_owner,
     4: _add_save_function,
+    5: _add_outbox,
 }
 
 

@@ -21,12 +21,15 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from a2a_hub.protocol.types import Task
-from a2a_hub.stores.base import TaskEvent
+from a2a_hub.stores.base import Delivery, TaskEvent
 
 __all__ = ["SqliteWriter"]
 
-Plan = Callable[[str, Task, Sequence[TaskEvent], str | None], Generator[tuple[Any, Any], Any, None]]
-_Item = tuple[str, Task, Sequence[TaskEvent], str | None]
+Plan = Callable[
+    [str, Task, Sequence[TaskEvent], str | None, Sequence[Delivery]],
+    Generator[tuple[Any, Any], Any, None],
+]
+_Item = tuple[str, Task, Sequence[TaskEvent], str | None, Sequence[Delivery]]
 
 
 class _Result:
@@ -81,11 +84,16 @@ class SqliteWriter:
         self._drainer: asyncio.Task[None] | None = None
 
     async def save(
-        self, agent_id: str, task: Task, events: Sequence[TaskEvent], owner: str | None
+        self,
+        agent_id: str,
+        task: Task,
+        events: Sequence[TaskEvent],
+        owner: str | None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
         """Queue one save and wait until the transaction holding it has committed."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append(((agent_id, task, events, owner), future))
+        self._pending.append(((agent_id, task, events, owner, deliveries), future))
         if self._drainer is None or self._drainer.done():
             self._drainer = asyncio.ensure_future(self._drain())
         await future
@@ -133,10 +141,10 @@ class SqliteWriter:
         outcomes: list[BaseException | None] = []
         cursor.execute("BEGIN IMMEDIATE")
         try:
-            for agent_id, task, events, owner in items:
+            for agent_id, task, events, owner, deliveries in items:
                 cursor.execute("SAVEPOINT save")
                 try:
-                    self._run(cursor, self._plan(agent_id, task, events, owner))
+                    self._run(cursor, self._plan(agent_id, task, events, owner, deliveries))
                 except Exception as exc:
                     cursor.execute("ROLLBACK TO save")
                     cursor.execute("RELEASE save")

@@ -16,6 +16,7 @@ round trip each, no BEGIN/ROLLBACK around them.
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig
 from a2a_hub.stores.base import (
+    Delivery,
     Store,
     StoredTask,
     TaskEvent,
@@ -62,7 +64,9 @@ from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 from a2a_hub.stores.sql.schema import (
     EVENTS_CHANNEL,
     events,
+    meta,
     push_configs,
+    push_outbox,
     setup_schema,
     tasks,
 )
@@ -110,6 +114,121 @@ _LIST_PUSH = (
     .order_by(push_configs.c.created, push_configs.c.config_id)
 )
 _DELETE_PUSH = delete(push_configs).where(*_config_key)
+
+
+_ob = push_outbox.c
+_OUTBOX_COLUMNS = (
+    _ob.agent_id,
+    _ob.task_id,
+    _ob.config_id,
+    _ob.seq,
+    _ob.snapshot,
+    _ob.attempts,
+    _ob.due,
+    _ob.first_failure,
+    _ob.last_error,
+    _ob.dead,
+)
+_ob_key = (
+    _ob.agent_id == bindparam("p_agent", type_=String),
+    _ob.task_id == bindparam("p_task", type_=String),
+    _ob.config_id == bindparam("p_config", type_=String),
+    _ob.seq == bindparam("p_seq", type_=Integer),
+    _ob.snapshot == bindparam("p_snap", type_=Integer),
+)
+_earlier = push_outbox.alias("earlier")
+# The first pending delivery of each config, when it is due.
+_DUE_HEADS = (
+    select(*_OUTBOX_COLUMNS)
+    .where(
+        _ob.dead == 0,
+        _ob.due <= bindparam("p_now", type_=Double),
+        ~select(_earlier.c.seq)
+        .where(
+            _earlier.c.agent_id == _ob.agent_id,
+            _earlier.c.task_id == _ob.task_id,
+            _earlier.c.config_id == _ob.config_id,
+            _earlier.c.dead == 0,
+            tuple_(_earlier.c.seq, _earlier.c.snapshot) < tuple_(_ob.seq, _ob.snapshot),
+        )
+        .exists(),
+    )
+    .order_by(_ob.due)
+    .limit(bindparam("p_limit", type_=Integer))
+)
+_CLAIM = (
+    update(push_outbox)
+    .where(*_ob_key, _ob.dead == 0, _ob.due <= bindparam("p_now", type_=Double))
+    .values(due=bindparam("p_until", type_=Double))
+)
+_FINISH = delete(push_outbox).where(*_ob_key)
+_DELETE_OUTBOX = delete(push_outbox).where(
+    _ob.agent_id == bindparam("p_agent", type_=String),
+    _ob.task_id == bindparam("p_task", type_=String),
+)
+_UPDATE_DELIVERY = (
+    update(push_outbox)
+    .where(*_ob_key)
+    .values(
+        attempts=bindparam("p_attempts", type_=Integer),
+        due=bindparam("p_due", type_=Double),
+        first_failure=bindparam("p_first", type_=Double),
+        last_error=bindparam("p_error", type_=String),
+        dead=bindparam("p_dead", type_=Integer),
+    )
+)
+_DEAD = (
+    select(*_OUTBOX_COLUMNS)
+    .where(_ob.dead == 1)
+    .order_by(_ob.due)
+    .limit(bindparam("p_limit", type_=Integer))
+)
+_REQUEUE = (
+    update(push_outbox)
+    .where(*_ob_key, _ob.dead == 1)
+    .values(dead=0, attempts=0, first_failure=None, last_error="", due=bindparam("p_due"))
+)
+
+
+def _delivery_row(d: Delivery) -> dict[str, Any]:
+    return {
+        "agent_id": d.agent_id,
+        "task_id": d.task_id,
+        "config_id": d.config_id,
+        "seq": d.seq,
+        "snapshot": int(d.snapshot),
+        "attempts": d.attempts,
+        "due": d.due,
+        "first_failure": d.first_failure,
+        "last_error": d.last_error,
+        "dead": int(d.dead),
+    }
+
+
+def _delivery_key(d: Delivery) -> dict[str, Any]:
+    return {
+        "p_agent": d.agent_id,
+        "p_task": d.task_id,
+        "p_config": d.config_id,
+        "p_seq": d.seq,
+        "p_snap": int(d.snapshot),
+    }
+
+
+def _delivery_of(row: Any) -> Delivery:
+    agent, task, config, seq, snap, attempts, due, first, error, dead = row
+    return Delivery(
+        agent_id=agent,
+        task_id=task,
+        config_id=config,
+        seq=int(seq),
+        snapshot=bool(snap),
+        attempts=int(attempts),
+        due=float(due),
+        first_failure=None if first is None else float(first),
+        last_error=error,
+        dead=bool(dead),
+    )
 
 
 class _Statements:
@@ -161,6 +280,9 @@ class _Statements:
             .scalar_subquery(),
             data=bindparam("p_data", type_=LargeBinary),
         )
+        self.add_meta = insert(meta).on_conflict_do_nothing()
+        # A delivery already queued (or dead) is kept as it is.
+        self.add_delivery = insert(push_outbox).on_conflict_do_nothing()
         self.set_push = push_ins.on_conflict_do_update(
             index_elements=[
                 push_configs.c.agent_id,
@@ -390,12 +512,18 @@ class SqlStore(Store):
         events: Sequence[TaskEvent] = (),
         *,
         owner: str | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
-        if self._writer is not None:  # group commit
-            await self._writer.save(agent_id, task, events, owner)
+        writer = self._writer
+        if isinstance(writer, SqliteWriter):
+            await writer.save(agent_id, task, events, owner, deliveries)
             return
+        if writer is not None and not deliveries:  # PostgreSQL group commit
+            await writer.save(agent_id, task, events, owner)
+            return
+        # PostgreSQL with deliveries: one transaction here, out of the group commit.
         async with self.engine.begin() as conn:
-            plan = self._save_plan(agent_id, task, events, owner)
+            plan = self._save_plan(agent_id, task, events, owner, deliveries)
             result: Any = None
             while True:
                 try:
@@ -408,7 +536,12 @@ class SqlStore(Store):
                     plan.throw(exc)
 
     def _save_plan(
-        self, agent_id: str, task: Task, events: Sequence[TaskEvent], owner: str | None
+        self,
+        agent_id: str,
+        task: Task,
+        events: Sequence[TaskEvent],
+        owner: str | None,
+        deliveries: Sequence[Delivery] = (),
     ) -> Generator[tuple[Any, Any], Any, None]:
         """The statements of one save, for the async and the sync (SQLite writer) drivers.
 
@@ -430,6 +563,8 @@ class SqlStore(Store):
         }
         if not events:
             yield stmts.upsert_task, {**row, "last_seq": 0}
+            if deliveries:
+                yield stmts.add_delivery, [_delivery_row(d) for d in deliveries]
             return
         check_events(task.id, events)
         prev, last = events[0].seq - 1, events[-1].seq
@@ -460,6 +595,8 @@ class SqlStore(Store):
             yield _INSERT_EVENTS, rows[0] if len(rows) == 1 else rows
         except sa_exc.IntegrityError as exc:  # a concurrent writer took these seqs
             raise log_conflict(task.id, prev + 1, None) from exc
+        if deliveries:
+            yield stmts.add_delivery, [_delivery_row(d) for d in deliveries]
 
     @_guarded
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
@@ -501,6 +638,7 @@ class SqlStore(Store):
         async with self.engine.begin() as conn:
             await conn.execute(_DELETE_EVENTS, params)
             await conn.execute(_DELETE_PUSH_ALL, params)
+            await conn.execute(_DELETE_OUTBOX, params)
             result = await conn.execute(_DELETE_TASK, params)
         return result.rowcount > 0
 
@@ -527,6 +665,98 @@ class SqlStore(Store):
                 await conn.execute(_LAST_SEQ, {"p_agent": agent_id, "p_task": task_id})
             ).scalar_one()
         return int(value)
+
+    # --- outbox --------------------------------------------------------------------------
+
+    @_guarded
+    async def add_deliveries(self, deliveries: Sequence[Delivery]) -> None:
+        if not deliveries:
+            return
+        async with self.engine.begin() as conn:
+            await conn.execute(self._stmts.add_delivery, [_delivery_row(d) for d in deliveries])
+
+    @_guarded
+    async def claim_deliveries(
+        self, limit: int, lease: float, now: float | None = None
+    ) -> list[Delivery]:
+        at = time.time() if now is None else now
+        async with self._read() as conn:
+            rows = (await conn.execute(_DUE_HEADS, {"p_now": at, "p_limit": limit})).all()
+        claimed = []
+        for row in rows:
+            d = _delivery_of(row)
+            # Optimistic: only one claimant moves ``due`` past now (PostgreSQL re-checks
+            # the condition after a concurrent update commits).
+            async with self.engine.begin() as conn:
+                result = await conn.execute(
+                    _CLAIM, {**_delivery_key(d), "p_now": at, "p_until": at + lease}
+                )
+            if result.rowcount == 1:
+                d.due = at + lease
+                claimed.append(d)
+        return claimed
+
+    @_guarded
+    async def finish_delivery(self, delivery: Delivery) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(_FINISH, _delivery_key(delivery))
+
+    @_guarded
+    async def update_delivery(self, delivery: Delivery) -> None:
+        d = delivery
+        params = {
+            **_delivery_key(d),
+            "p_attempts": d.attempts,
+            "p_due": d.due,
+            "p_first": d.first_failure,
+            "p_error": d.last_error,
+            "p_dead": int(d.dead),
+        }
+        async with self.engine.begin() as conn:
+            await conn.execute(_UPDATE_DELIVERY, params)
+
+    @_guarded
+    async def dead_deliveries(self, limit: int = 1000) -> list[Delivery]:
+        async with self._read() as conn:
+            rows = (await conn.execute(_DEAD, {"p_limit": limit})).all()
+        return [_delivery_of(r) for r in rows]
+
+    @_guarded
+    async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:
+        wanted = None if ids is None else set(ids)
+        count = 0
+        at = time.time()
+        async with self.engine.begin() as conn:
+            rows = (await conn.execute(_DEAD, {"p_limit": 1_000_000})).all()
+            for row in rows:
+                d = _delivery_of(row)
+                if wanted is None or d.id in wanted:
+                    await conn.execute(_REQUEUE, {**_delivery_key(d), "p_due": at})
+                    count += 1
+        return count
+
+    # --- meta --------------------------------------------------------------------------
+
+    @_guarded
+    async def get_meta(self, name: str) -> bytes | None:
+        async with self._read() as conn:
+            value = (
+                await conn.execute(select(meta.c.value).where(meta.c.name == name))
+            ).scalar_one_or_none()
+        return None if value is None else bytes(value)
+
+    @_guarded
+    async def swap_meta(self, name: str, expected: bytes | None, value: bytes) -> bool:
+        async with self.engine.begin() as conn:
+            if expected is None:
+                result = await conn.execute(self._stmts.add_meta, {"name": name, "value": value})
+            else:
+                result = await conn.execute(
+                    update(meta)
+                    .where(meta.c.name == name, meta.c.value == expected)
+                    .values(value=value)
+                )
+        return bool(result.rowcount == 1)
 
     # --- push configs ------------------------------------------------------------------
 

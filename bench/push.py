@@ -1,0 +1,255 @@
+"""`make bench`, part 3: push notifications (skip with BENCH_PUSH=0).
+
+1. Delivery rate of one instance: BENCH_PUSH_DELIVERIES (5,000) deliveries are put in a
+   SQLite store's outbox (one task and one config each, written through the store API),
+   then ``a2a-hub serve`` starts on that store and its dispatcher sends them to a local
+   receiver; the rate is deliveries / (last arrival - first arrival).
+2. ``SendMessage`` throughput (echo agent, memory store, BENCH_PUSH_CONCURRENCY (32)
+   connections for BENCH_DURATION (5) seconds each) without and with one push config per
+   task (inline in the request), the receiver answering every notification.
+
+The receiver and the clients are raw asyncio protocols on uvloop in this process (pinned to
+the client core), answering ``200`` with keep-alive; the hub is pinned to the server core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import uvloop
+from benchlib import (
+    CLIENT_CPU,
+    HUB_CLI,
+    PINNED,
+    Server,
+    env_float,
+    env_int,
+    free_port,
+    load_results,
+    save_results,
+)
+from rich.console import Console
+from rich.table import Table
+
+console = Console(width=200)
+
+DELIVERIES = env_int("BENCH_PUSH_DELIVERIES", 5_000)
+CONCURRENCY = env_int("BENCH_PUSH_CONCURRENCY", 32)
+DURATION = env_float("BENCH_DURATION", 5.0)
+
+
+class Receiver(asyncio.Protocol):
+    """A minimal keep-alive HTTP/1.1 server answering 200 to every request."""
+
+    arrivals: list[float] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
+        self.buf = b""
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        while True:
+            head_end = self.buf.find(b"\r\n\r\n")
+            if head_end < 0:
+                return
+            length = 0
+            for line in self.buf[:head_end].split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            end = head_end + 4 + length
+            if len(self.buf) < end:
+                return
+            self.buf = self.buf[end:]
+            Receiver.arrivals.append(time.perf_counter())
+            self.transport.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+
+
+def hub(store: str, port: int) -> Server:
+    argv = [
+        str(HUB_CLI), "serve", "--agent", "echo", "--store", store, "--host", "127.0.0.1",
+        "--port", str(port), "--log-level", "warning", "--push-allow-hosts", "127.0.0.1",
+    ]  # fmt: skip
+    return Server(f"a2a-hub-push-{port}", argv, port, "/healthz")
+
+
+async def fill_outbox(store_url: str, hook: str, count: int) -> None:
+    from a2a_hub.protocol.types import (
+        Message,
+        Part,
+        Role,
+        StreamResponse,
+        Task,
+        TaskPushNotificationConfig,
+        TaskState,
+        TaskStatus,
+        TaskStatusUpdateEvent,
+    )
+    from a2a_hub.stores import open_store
+    from a2a_hub.stores.base import Delivery, TaskEvent
+
+    store = open_store(store_url)
+    await store.open()
+    try:
+        for i in range(count):
+            tid = f"t{i}"
+            msg = Message(message_id=f"m{i}", role=Role.USER, parts=[Part(text="x")])
+            task = Task(id=tid, context_id="c", status=TaskStatus(state=TaskState.SUBMITTED),
+                        history=[msg])  # fmt: skip
+            await store.save_task("echo", task, [TaskEvent(1, StreamResponse(task=task))])
+            await store.set_push_config(
+                "echo", tid, TaskPushNotificationConfig(url=hook, id="p", task_id=tid)
+            )
+            done = TaskStatus(state=TaskState.COMPLETED)
+            update = TaskStatusUpdateEvent(task_id=tid, context_id="c", status=done)
+            await store.save_task(
+                "echo",
+                Task(id=tid, context_id="c", status=done, history=[msg]),
+                [TaskEvent(2, StreamResponse(status_update=update))],
+                deliveries=[Delivery(agent_id="echo", task_id=tid, config_id="p", seq=2)],
+            )
+    finally:
+        await store.close()
+
+
+async def delivery_rate(hook_port: int) -> dict[str, Any]:
+    hook = f"http://127.0.0.1:{hook_port}/hook"
+    with tempfile.TemporaryDirectory() as tmp:
+        store = f"sqlite:///{Path(tmp) / 'push.db'}"
+        await fill_outbox(store, hook, DELIVERIES)
+        Receiver.arrivals = []
+        server = hub(store, free_port())
+        why = await asyncio.to_thread(server.start)
+        if why:
+            raise RuntimeError(f"a2a-hub did not start: {why}")
+        try:
+            for _ in range(6000):  # at most 5 minutes
+                if len(Receiver.arrivals) >= DELIVERIES:
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            await asyncio.to_thread(server.stop)
+    got = Receiver.arrivals
+    span = (got[-1] - got[0]) if len(got) > 1 else 0.0
+    return {
+        "deliveries": len(got),
+        "expected": DELIVERIES,
+        "seconds": span,
+        "per_second": (len(got) - 1) / span if span else 0.0,
+        "command": " ".join(server.argv),
+    }
+
+
+def send_request(with_push: bool, hook: str, n: int) -> bytes:
+    params: dict[str, Any] = {
+        "message": {"messageId": f"m{n}", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+    }
+    if with_push:
+        params["configuration"] = {"taskPushNotificationConfig": {"url": hook}}
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": params}
+    ).encode()
+    return (
+        b"POST /a2a/echo HTTP/1.1\r\nHost: hub\r\nA2A-Version: 1.0\r\n"
+        b"Content-Type: application/json\r\nContent-Length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
+        + body
+    )
+
+
+async def client_loop(port: int, with_push: bool, hook: str, stop: float, done: list[int]) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    n = 0
+    try:
+        while time.perf_counter() < stop:
+            writer.write(send_request(with_push, hook, n))
+            n += 1
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            body = await reader.readexactly(length)
+            if b'"result"' in body:
+                done[0] += 1
+    finally:
+        writer.close()
+
+
+async def send_rate(hook_port: int) -> dict[str, Any]:
+    hook = f"http://127.0.0.1:{hook_port}/hook"
+    server = hub("memory://", free_port())
+    why = await asyncio.to_thread(server.start)
+    if why:
+        raise RuntimeError(f"a2a-hub did not start: {why}")
+    out: dict[str, Any] = {"command": " ".join(server.argv), "concurrency": CONCURRENCY}
+    try:
+        for label, with_push in (("without", False), ("with_push", True)):
+            await asyncio.sleep(1.0)  # let the dispatcher finish the previous round
+            done = [0]
+            start = time.perf_counter()
+            stop = start + DURATION
+            await asyncio.gather(
+                *(client_loop(server.port, with_push, hook, stop, done) for _ in range(CONCURRENCY))
+            )
+            out[label] = done[0] / (time.perf_counter() - start)
+    finally:
+        await asyncio.to_thread(server.stop)
+    out["ratio"] = out["with_push"] / out["without"] if out["without"] else 0.0
+    return out
+
+
+async def run() -> tuple[dict[str, Any], dict[str, Any]]:
+    loop = asyncio.get_running_loop()
+    hook_port = free_port()
+    receiver = await loop.create_server(Receiver, "127.0.0.1", hook_port)
+    try:
+        rate = await delivery_rate(hook_port)
+        sends = await send_rate(hook_port)
+    finally:
+        receiver.close()
+    return rate, sends
+
+
+def main() -> int:
+    if os.environ.get("BENCH_PUSH", "1") == "0":
+        console.print("BENCH_PUSH=0: the push part is skipped")
+        return 0
+    if PINNED:
+        os.sched_setaffinity(0, {int(CLIENT_CPU)})
+    console.print(
+        f"[bold]Push[/bold]: {DELIVERIES:,} deliveries from one instance; SendMessage with "
+        f"and without a push config ({CONCURRENCY} connections, {DURATION:g} s)"
+    )
+    rate, sends = uvloop.run(run())
+    data = load_results()
+    data["push"] = {"delivery": rate, "send": sends}
+    save_results(data)
+    table = Table(title="a2a-hub push notifications (one process, one uvicorn worker)")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_column("target", justify="right")
+    table.add_row(
+        "deliveries per second to a local receiver (SQLite outbox)",
+        f"{rate['per_second']:,.0f} ({rate['deliveries']:,} of {rate['expected']:,} "
+        f"in {rate['seconds']:.1f} s)",
+        ">= 1,000",
+    )
+    table.add_row("SendMessage/s without push config", f"{sends['without']:,.0f}", "")
+    table.add_row("SendMessage/s with one push config per task", f"{sends['with_push']:,.0f}", "")
+    table.add_row("ratio", f"{sends['ratio']:.0%}", ">= 70 %")
+    console.print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

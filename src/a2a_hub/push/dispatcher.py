@@ -1,0 +1,277 @@
+"""Sends the push notifications the store's outbox holds, outside the tasks' processing.
+
+Deliveries enter the outbox in the same write as the events they announce (the
+task's run adds one per config of the task for every status change and every
+complete artifact; a config registered on a running task gets the task's snapshot
+first).  A :class:`Dispatcher` runs in every hub instance: it claims due
+deliveries from the store with a lease (the store hands each to one claimant, and
+only the first pending delivery of each config, so one config's notifications go
+out in sequence order while a failing webhook holds back only its own), sends
+them, and finishes or reschedules each.  A dead instance's claims come due again
+when their lease runs out, and another instance sends them.
+
+Retries follow the shared :class:`~a2a_hub._backoff.Backoff` (first try at once,
+then 5 s, 30 s, 2 min, 10 min, 30 min, then doubling up to an hour, ±20 %; up to
+a horizon, default 24 h), honouring ``Retry-After``; ``410 Gone`` deletes the
+config; an unsafe address is not retried.  A delivery that gives up stays in the
+store as dead, listed and re-queued by :meth:`Dispatcher.dead` /
+:meth:`Dispatcher.requeue` (``a2a-hub push dead list|requeue``).
+
+Each POST carries: the body (1.0: one ``StreamResponse``, ``application/a2a+json``;
+a config set through 0.3 or 0.1: the task as it is now, in that version's shape,
+``application/json``),
+``X-A2A-Notification-Id`` (stable across retries and instances),
+``X-A2A-Event-Seq``, the config's ``authentication`` as ``Authorization`` and its
+``token`` as ``X-A2A-Notification-Token``, and a JWT signed by the hub in
+``X-A2A-Notification-JWT`` (also as ``Authorization: Bearer`` when the config has
+no authentication of its own).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+import msgspec
+
+from a2a_hub._backoff import Backoff
+from a2a_hub.protocol import v01, v03
+from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig
+from a2a_hub.push.keys import SigningKeys
+from a2a_hub.push.sender import Outcome, WebhookSender
+from a2a_hub.stores.base import Delivery, Store
+
+__all__ = ["DEFAULT_BACKOFF", "Dispatcher", "push_backoff"]
+
+log = logging.getLogger("a2a_hub.push")
+
+A2A_JSON = "application/a2a+json"
+#: How long a claim lasts: well over the 10 s a POST may take.
+LEASE = 60.0
+#: How often the signing keys are read again from the store.
+KEY_REFRESH = 60.0
+
+
+def push_backoff(steps: str, horizon: float) -> Backoff:
+    """The retry policy of the push settings: ``steps`` like ``"5,30,120"`` (waits before
+    retries 1, 2, 3 after the immediate first try), then doubling up to an hour."""
+    try:
+        waits = tuple(float(s) for s in steps.split(",") if s.strip())
+    except ValueError:
+        raise ValueError(
+            f"push retry_steps {steps!r} is not a comma-separated list of seconds"
+        ) from None
+    return Backoff(steps=waits, max_delay=3600, max_tries=None, horizon=horizon)
+
+
+DEFAULT_BACKOFF = push_backoff("5,30,120,600,1800", 86400)
+
+_enc = msgspec.json.Encoder()
+
+#: The freshest snapshot of a task: (agent id, task id) -> task, or None if unknown.
+SnapshotReader = Callable[[str, str], Awaitable[Task | None]]
+
+
+class Dispatcher:
+    """Claims and sends the outbox's deliveries (see the module doc)."""
+
+    def __init__(
+        self,
+        store: Store,
+        sender: WebhookSender,
+        keys: SigningKeys,
+        issuer: Callable[[str], str],
+        backoff: Backoff = DEFAULT_BACKOFF,
+        *,
+        snapshot: SnapshotReader | None = None,
+        poll: float = 1.0,
+        batch: int = 64,
+        lease: float = LEASE,
+    ) -> None:
+        self.store = store
+        self.sender = sender
+        self.keys = keys
+        #: agent id -> the agent's card URL (the JWT's ``iss``).
+        self.issuer = issuer
+        self.backoff = backoff
+        #: Reads the freshest snapshot of a task (a live run's, when this process runs it).
+        self.snapshot = snapshot or store.get_task
+        #: Seconds between claims while nothing wakes the dispatcher (other instances'
+        #: deliveries, retries coming due).
+        self.poll = poll
+        self.batch = batch
+        self.lease = lease
+        #: Deliveries sent successfully by this dispatcher (for tests and metrics).
+        self.sent = 0
+        #: Attempts that failed (each retry counts), for tests and metrics.
+        self.failures = 0
+        self._wake = asyncio.Event()
+        self._loop: asyncio.Task[None] | None = None
+        self._sending: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        """Start claiming and sending (in the background)."""
+        if self._loop is None:
+            self._loop = asyncio.ensure_future(self._run())
+
+    def wake(self) -> None:
+        """Deliveries were queued: claim now rather than at the next poll."""
+        self._wake.set()
+
+    async def close(self) -> None:
+        """Stop; deliveries in flight are abandoned (their claims lapse and they are sent
+        again, by this or another instance)."""
+        loop, self._loop = self._loop, None
+        tasks = [t for t in (loop, *self._sending) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.sender.close()
+
+    # --- the loop -------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        refreshed = time.monotonic()
+        while True:
+            self._wake.clear()
+            if time.monotonic() - refreshed > KEY_REFRESH:
+                refreshed = time.monotonic()
+                with contextlib.suppress(Exception):
+                    await self.keys.refresh()  # other instances' rotations; rotation by age
+            try:
+                claimed = await self.store.claim_deliveries(self.batch, self.lease)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("push: cannot claim deliveries: %s", exc)
+                claimed = []
+            for delivery in claimed:
+                task = asyncio.ensure_future(self._deliver(delivery))
+                self._sending.add(task)
+                task.add_done_callback(self._sending.discard)
+            if len(claimed) >= self.batch:
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll)
+
+    async def _deliver(self, delivery: Delivery) -> None:
+        try:
+            await self._attempt(delivery)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("push: delivery %s failed unexpectedly", delivery.id)
+        finally:
+            self.wake()  # the config's next delivery may be claimed now
+
+    async def _attempt(self, delivery: Delivery) -> None:
+        d = delivery
+        config = await self.store.get_push_config(d.agent_id, d.task_id, d.config_id)
+        if config is None:  # deleted since: nothing to send
+            await self.store.finish_delivery(d)
+            return
+        body = await self._body(d, config.hub_protocol)
+        if body is None:
+            await self._failed(d, Outcome(ok=False, permanent=True, error="event not stored"))
+            return
+        outcome = await self._send(config, d, *body)
+        if outcome.ok:
+            await self.store.finish_delivery(d)
+            self.sent += 1
+        elif outcome.gone:
+            log.info("push: %s answered 410 Gone; config %s deleted", config.url, d.config_id)
+            await self.store.delete_push_config(d.agent_id, d.task_id, d.config_id)
+            await self.store.finish_delivery(d)
+        else:
+            await self._failed(d, outcome)
+
+    async def _failed(self, d: Delivery, outcome: Outcome) -> None:
+        self.failures += 1
+        now = time.time()
+        d.attempts += 1
+        d.last_error = outcome.error
+        if d.first_failure is None:
+            d.first_failure = now
+        if outcome.permanent or self.backoff.exhausted(d.attempts, now - d.first_failure):
+            d.dead = True
+            log.warning("push: delivery %s is dead: %s", d.id, outcome.error)
+        else:
+            d.due = now + self.backoff.delay(d.attempts, outcome.retry_after)
+        await self.store.update_delivery(d)
+
+    async def _body(self, d: Delivery, protocol: str | None) -> tuple[bytes, str] | None:
+        """The body of a delivery and its content type (``None``: its event is gone).
+
+        1.0 configs get the event as a ``StreamResponse``; configs set through 0.3 or 0.1
+        get the task as it is now in that version's shape (what their SDKs send)."""
+        task = await self.snapshot(d.agent_id, d.task_id)
+        if task is None:
+            return None
+        if protocol == "0.1":
+            return _enc.encode(v01.encode_task(task)), "application/json"
+        if protocol == "0.3":
+            return _enc.encode(v03.encode_task(task)), "application/json"
+        if d.snapshot:
+            return _enc.encode(StreamResponse(task=task)), A2A_JSON
+        found = await self.store.read_events(d.agent_id, d.task_id, after=d.seq - 1, limit=1)
+        if not found or found[0].seq != d.seq:
+            return None
+        event = found[0].event
+        art = event.artifact_update
+        if art is not None and art.append:  # the last chunk: send the whole artifact
+            whole = next(
+                (a for a in task.artifacts or [] if a.artifact_id == art.artifact.artifact_id),
+                None,
+            )
+            if whole is not None:
+                event = StreamResponse(
+                    artifact_update=msgspec.structs.replace(
+                        art, artifact=whole, append=False, last_chunk=True
+                    )
+                )
+        return _enc.encode(event), A2A_JSON
+
+    async def _send(
+        self, config: TaskPushNotificationConfig, d: Delivery, body: bytes, content_type: str
+    ) -> Outcome:
+        token = self.keys.sign(
+            issuer=self.issuer(d.agent_id),
+            audience=config.url,
+            jti=d.id,
+            task_id=d.task_id,
+            body=body,
+        )
+        headers = {
+            "Content-Type": content_type,
+            "X-A2A-Notification-Id": d.id,
+            "X-A2A-Event-Seq": str(d.seq),
+            "X-A2A-Notification-JWT": token,
+        }
+        auth = config.authentication
+        if auth is not None:
+            headers["Authorization"] = (
+                f"{auth.scheme} {auth.credentials}" if auth.credentials else auth.scheme
+            )
+        else:
+            headers["Authorization"] = f"Bearer {token}"
+        if config.token is not None:
+            headers["X-A2A-Notification-Token"] = config.token
+        return await self.sender.post(config.url, body, headers)
+
+    # --- dead deliveries ------------------------------------------------------------
+
+    async def dead(self, limit: int = 1000) -> list[Delivery]:
+        """The deliveries that gave up."""
+        return await self.store.dead_deliveries(limit)
+
+    async def requeue(self, ids: list[str] | None = None) -> int:
+        """Queue dead deliveries again (these ids, or all); returns how many."""
+        count = await self.store.requeue_deliveries(ids)
+        if count:
+            self.wake()
+        return count

@@ -1,0 +1,151 @@
+"""Push notifications across real hub processes: a hub killed with ``kill -9`` while
+deliveries are pending sends them after a restart, and two instances sharing Redis or
+PostgreSQL send each delivery exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+import msgspec
+import pytest
+
+from tests.support.push_receiver import Receiver, free_port, until
+
+ROOT = Path(__file__).resolve().parents[2]
+REDIS = os.environ.get("A2A_HUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+POSTGRES = os.environ.get("A2A_HUB_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+PUSH = ["--push-allow-hosts", "127.0.0.1", "--push-retry-steps", "0.2", "--push-claim-lease", "5"]
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@asynccontextmanager
+async def hub_process(
+    store: str, cwd: Path
+) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "a2a_hub.cli", "serve", "--port", str(port), "--agent", "echo",
+        "--store", store, *PUSH,
+        cwd=cwd, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+
+        async def healthy() -> bool:
+            if proc.returncode is not None:
+                raise AssertionError("the hub exited early")
+            try:
+                async with httpx.AsyncClient() as c:
+                    return (await c.get(f"{url}/healthz", timeout=1)).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        await until(healthy, within=60)
+        yield url, proc
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), 15)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+
+async def send(url: str, hook: str, text: str) -> str:
+    params = {
+        "message": {"messageId": text, "role": "ROLE_USER", "parts": [{"text": text}]},
+        "configuration": {"taskPushNotificationConfig": {"url": hook, "id": "p"}},
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
+    async with httpx.AsyncClient() as c:
+        r = await c.post(f"{url}/a2a/echo", json=body, headers={"A2A-Version": "1.0"}, timeout=30)
+    task_id: str = r.json()["result"]["task"]["id"]
+    return task_id
+
+
+def completed(receiver: Receiver) -> dict[str, list[int]]:
+    """Task id -> the seqs notified, for the tasks whose completion was notified."""
+    seqs: dict[str, list[int]] = {}
+    done = set()
+    for item in receiver.got:
+        ev = msgspec.json.decode(item.body)
+        update = ev.get("statusUpdate") or ev.get("artifactUpdate") or {}
+        task_id = update.get("taskId") or ev.get("task", {}).get("id")
+        seqs.setdefault(task_id, []).append(int(item.headers["x-a2a-event-seq"]))
+        if ev.get("statusUpdate", {}).get("status", {}).get("state") == "TASK_STATE_COMPLETED":
+            done.add(task_id)
+    return {t: s for t, s in seqs.items() if t in done}
+
+
+async def test_pending_deliveries_survive_kill_9(tmp_path: Path) -> None:
+    receiver = Receiver(status=503)
+    await receiver.start()
+    store = f"sqlite:///{tmp_path}/hub.db"
+    try:
+        async with hub_process(store, tmp_path) as (url, proc):
+            tasks = [await send(url, receiver.url, f"m{i}") for i in range(3)]
+
+            async def tried() -> bool:
+                return receiver.hits >= 2
+
+            await until(tried)
+            proc.kill()  # kill -9: no goodbye, claims and retries left in the store
+            await proc.wait()
+        assert receiver.got == []
+        receiver.status = 200
+        async with hub_process(store, tmp_path):
+
+            async def all_arrived() -> bool:
+                return set(completed(receiver)) >= set(tasks)
+
+            await until(all_arrived, within=60)
+        for task_id, seqs in completed(receiver).items():
+            assert seqs == sorted(seqs) and seqs[-1] >= 3, (task_id, seqs)
+    finally:
+        await receiver.stop()
+
+
+@pytest.fixture(params=["redis", "postgresql"])
+async def shared_store(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    if request.param == "postgresql":
+        yield POSTGRES
+        return
+    url = f"{REDIS}{'&' if '?' in REDIS else '?'}prefix=a2a-push-{uuid.uuid4().hex[:10]}"
+    yield url
+    from stores.conftest import purge_redis
+
+    await purge_redis(url)
+
+
+async def test_two_instances_send_each_delivery_once(tmp_path: Path, shared_store: str) -> None:
+    receiver = Receiver()
+    await receiver.start()
+    try:
+        async with (
+            hub_process(shared_store, tmp_path) as (a, _),
+            hub_process(shared_store, tmp_path) as (b, _),
+        ):
+            tasks = [await send(a if i % 2 else b, receiver.url, f"t{i}") for i in range(10)]
+
+            async def all_arrived() -> bool:
+                return set(completed(receiver)) >= set(tasks)
+
+            await until(all_arrived, within=60)
+        ids = [r.headers["x-a2a-notification-id"] for r in receiver.got]
+        assert len(ids) == len(set(ids)), "a delivery was sent twice"
+        for task_id in tasks:
+            seqs = completed(receiver)[task_id]
+            assert seqs == sorted(seqs)
+    finally:
+        await receiver.stop()

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_serve_process import serve
+
+from tests.support.processes import serve
 
 CLI = [sys.executable, "-m", "a2a_hub"]
 HOOK = "https://93.184.216.34/hook"  # a public address: accepted without DNS

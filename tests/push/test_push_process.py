@@ -123,7 +123,7 @@ async def shared_store(request: pytest.FixtureRequest) -> AsyncIterator[str]:
         return
     url = f"{REDIS}{'&' if '?' in REDIS else '?'}prefix=a2a-push-{uuid.uuid4().hex[:10]}"
     yield url
-    from stores.conftest import purge_redis
+    from tests.support.stores import purge_redis
 
     await purge_redis(url)
 

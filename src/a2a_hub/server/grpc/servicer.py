@@ -37,7 +37,7 @@ from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol.errors import (
     A2AError,
     InternalError,
-    UnsupportedOperationError,
+    PushNotificationNotSupportedError,
     VersionNotSupportedError,
 )
 from a2a_hub.protocol.types import Message, Task
@@ -194,7 +194,7 @@ class A2AServicer:
         try:
             agent = (await self._open(tenant, context)).agent
             if push:
-                raise UnsupportedOperationError(
+                raise PushNotificationNotSupportedError(
                     "push notification configs are not served over gRPC yet; set them over "
                     "JSON-RPC or HTTP+JSON (the notifications themselves are sent either way)"
                 )

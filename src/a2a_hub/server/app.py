@@ -3,6 +3,9 @@
 Layout of :func:`create_app`'s routes::
 
     GET  /healthz                       liveness and the hosted agent ids
+    GET  /readyz                        readiness: the store and coordinator answer (else 503)
+    GET  /version                       versions of a2a-hub, A2A and Python
+    GET  /metrics                       Prometheus metrics (unless settings.server.metrics off)
     GET  /                              index of the hosted agents
     /a2a/{agent_id}  (AgentMount)       the agent's routes, behind the agent middleware
     ""               (AgentMount)       the same routes for the default agent (root alias)
@@ -30,13 +33,16 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Mount, Route, compile_path
 from starlette.types import Scope
 
+from a2a_hub import metrics
 from a2a_hub.server import rest
 from a2a_hub.server.caller import CallerMiddleware
 from a2a_hub.server.cards import agent_card, legacy_agent_card
 from a2a_hub.server.errors import JSON
+from a2a_hub.server.health import healthz, readyz, version
 from a2a_hub.server.http import base_url, hub_of
 from a2a_hub.server.hub import Hub
 from a2a_hub.server.jsonrpc import rpc
+from a2a_hub.server.metrics import MetricsMiddleware, TaskWatcher, metrics_endpoint
 
 __all__ = [
     "AGENT_ROUTES",
@@ -174,12 +180,6 @@ class AgentMount(Mount):
         return best
 
 
-async def healthz(request: Request) -> Response:
-    """``GET /healthz``: ok, and the ids of the hosted agents."""
-    agents = sorted(hub_of(request).agents)
-    return Response(_enc.encode({"status": "ok", "agents": agents}), media_type=JSON)
-
-
 async def index(request: Request) -> Response:
     """``GET /``: the hosted agents with their URLs and cards, and the default agent."""
     hub = hub_of(request)
@@ -203,9 +203,14 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     """Start the app's hub (store, cluster) and close it at shutdown."""
     hub: Hub = app.state.hub
     await hub.start()
+    watcher = TaskWatcher(hub) if metrics.enabled() else None
+    if watcher is not None:
+        watcher.start()
     try:
         yield
     finally:
+        if watcher is not None:
+            await watcher.close()
         await hub.close()
 
 
@@ -220,12 +225,20 @@ def create_app(hub: Hub, *, agent_middleware: Sequence[Middleware] | None = None
     middleware = (
         list(agent_middleware) if agent_middleware is not None else [Middleware(CallerMiddleware)]
     )
+    server = hub.settings.server
+    if not server.metrics:
+        metrics.disable()
     routes: list[BaseRoute] = [
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/version", version, methods=["GET"]),
         Route("/", index, methods=["GET"]),
         AgentMount("/a2a/{agent_id}", AGENT_ROUTES, middleware=middleware),
         AgentMount("", AGENT_ROUTES, middleware=middleware, claim_unknown=False),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    if server.metrics:
+        routes.insert(3, Route("/metrics", metrics_endpoint, methods=["GET"]))
+    outer = [Middleware(MetricsMiddleware, record=server.metrics, log_format=server.access_log)]
+    app = Starlette(routes=routes, middleware=outer, lifespan=lifespan)
     app.state.hub = hub
     return app

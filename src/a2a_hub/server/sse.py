@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 from starlette.responses import Response
 
+from a2a_hub import metrics
 from a2a_hub.engine.stream import TaskStream
 from a2a_hub.protocol.errors import A2AError
 from a2a_hub.server.errors import protocol_error
@@ -78,7 +79,11 @@ class SseResponse(Response):
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         loop = asyncio.get_running_loop()
-        checked = loop.time()
+        checked = opened = loop.time()
+        record = metrics.enabled()
+        scope["a2a_hub.stream"] = True  # timed here, not by the request histogram
+        if record:
+            metrics.STREAMS_OPEN.inc()
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
             async for frame in _frames(self.reply, self.heartbeat):
@@ -93,6 +98,9 @@ class SseResponse(Response):
             pass  # the client went away mid-write
         finally:
             self.reply.stream.close()
+            if record:
+                metrics.STREAMS_OPEN.dec()
+                metrics.STREAM_SECONDS.observe(loop.time() - opened)
 
 
 def client_gone(receive: Any) -> bool:
@@ -120,6 +128,7 @@ def sse_response(reply: SseReply, heartbeat: float) -> Response:
 async def _frames(reply: SseReply, heartbeat: float) -> AsyncIterator[bytes]:
     """The stream's frames; events already waiting are joined into one write."""
     stream = reply.stream
+    sent = 0
     try:
         while True:
             chunk: list[bytes] = []
@@ -129,6 +138,7 @@ async def _frames(reply: SseReply, heartbeat: float) -> AsyncIterator[bytes]:
                 while event is not None:
                     data = reply.encode(event)
                     if data is not None:
+                        sent += 1
                         chunk.append(
                             b"id: %d\ndata: %b\n\n" % (event.seq, data)
                             if event.seq
@@ -150,3 +160,5 @@ async def _frames(reply: SseReply, heartbeat: float) -> AsyncIterator[bytes]:
                 yield b": keep-alive\n\n"
     finally:
         stream.close()
+        if sent and metrics.enabled():
+            metrics.STREAM_EVENTS.inc(sent)

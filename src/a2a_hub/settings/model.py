@@ -126,6 +126,28 @@ class ServerSettings(Section):
             metavar="SECONDS",
         ),
     ] = 15.0
+    metrics: Annotated[bool, setting("Serve Prometheus metrics at /metrics and record them.")] = (
+        True
+    )
+    access_log: Annotated[
+        Literal["off", "plain", "json"],
+        setting(
+            "Access log: off, plain lines or JSON lines (logger a2a_hub.access).", metavar="FORMAT"
+        ),
+    ] = "off"
+    log_format: Annotated[
+        Literal["plain", "json"],
+        setting("Application logs as plain text or JSON lines.", metavar="FORMAT"),
+    ] = "plain"
+    graceful_timeout: Annotated[
+        float,
+        setting(
+            "On SIGTERM/SIGINT, seconds running requests and tasks get to finish before "
+            "they are failed with 'the instance shut down'.",
+            ge=0,
+            metavar="SECONDS",
+        ),
+    ] = 30.0
 
 
 class StoreSettings(Section):

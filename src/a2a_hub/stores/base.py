@@ -32,6 +32,7 @@ from typing import Any, Concatenate, NamedTuple, ParamSpec, Protocol, TypeVar
 
 import msgspec
 
+from a2a_hub import metrics
 from a2a_hub.protocol.errors import InvalidParamsError, StoreUnavailableError
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
 from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
@@ -193,14 +194,29 @@ def guarded(
     def decorate(
         method: Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]],
     ) -> Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]]:
+        operation = method.__name__
+
         @functools.wraps(method)
         async def wrapper(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            if not metrics.enabled():
+                try:
+                    return await method(self, *args, **kwargs)
+                except Exception as exc:
+                    if unreachable(exc):
+                        raise self._unavailable(exc) from exc
+                    raise
+            start = time.perf_counter()
+            backend = getattr(self, "dialect", None) or type(self).__name__
             try:
-                return await method(self, *args, **kwargs)
+                result = await method(self, *args, **kwargs)
             except Exception as exc:
-                if unreachable(exc):
+                down = unreachable(exc)
+                metrics.store_failed(backend, operation, down)
+                if down:
                     raise self._unavailable(exc) from exc
                 raise
+            metrics.store_op(backend, operation, time.perf_counter() - start)
+            return result
 
         return wrapper
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import logging
+import contextlib
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -42,8 +44,10 @@ def serve(
     """
     import uvicorn
 
+    from a2a_hub._logging import configure_logging
     from a2a_hub.server import Hub, create_app
     from a2a_hub.server.app import SETTINGS_ENV, tune_gc
+    from a2a_hub.server.shutdown import Drain
 
     try:
         settings = load_settings(config, overrides=overrides)
@@ -55,9 +59,16 @@ def serve(
     except (SettingsError, ValueError, ImportError) as exc:
         fail(str(exc), 2)
     server, store = settings.server, settings.store
-    logging.basicConfig(
-        level=server.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(server.log_level, server.log_format)
+    common: dict[str, Any] = {
+        "host": server.host,
+        "port": server.port,
+        "log_level": server.log_level,
+        "access_log": False,
+        "timeout_graceful_shutdown": server.graceful_timeout,
+    }
+    if server.log_format == "json":
+        common["log_config"] = None  # keep the JSON handler set above
     base = f"http://{server.host}:{server.port}"
     say = err_console.print
     say(f"a2a-hub serving {len(hub.agents)} agent(s), store {escape(store.url)}")
@@ -70,18 +81,29 @@ def serve(
         # each worker process builds its own hub from the same settings
         os.environ[SETTINGS_ENV] = msgspec.json.encode(settings).decode()
         say(f"  {server.workers} worker processes sharing {escape(store.url)}")
-        uvicorn.run(
-            "a2a_hub.server.app:app_from_environment",
-            factory=True,
-            workers=server.workers,
-            host=server.host,
-            port=server.port,
-            log_level=server.log_level,
-            access_log=False,
-        )
+        with _multiprocess_metrics(server.metrics):
+            uvicorn.run(
+                "a2a_hub.server.app:app_from_environment",
+                factory=True,
+                workers=server.workers,
+                **common,
+            )
         return
-    app = create_app(hub)
+    app = create_app(hub, drain=Drain(server.graceful_timeout))
     tune_gc()
-    uvicorn.run(
-        app, host=server.host, port=server.port, log_level=server.log_level, access_log=False
-    )
+    uvicorn.run(app, **common)
+
+
+@contextlib.contextmanager
+def _multiprocess_metrics(enabled: bool) -> Iterator[None]:
+    """With metrics on, a fresh ``PROMETHEUS_MULTIPROC_DIR`` for the workers (unless the
+    operator set one), so that ``/metrics`` on any worker sums them all; removed after."""
+    if not enabled or os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="a2a-hub-metrics-") as where:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = where
+        try:
+            yield
+        finally:
+            del os.environ["PROMETHEUS_MULTIPROC_DIR"]

@@ -20,7 +20,6 @@ removed from the hub while it serves are found, or not, at once.
 from __future__ import annotations
 
 import contextlib
-import logging
 import re
 from collections.abc import AsyncIterator, Sequence
 
@@ -34,6 +33,7 @@ from starlette.routing import BaseRoute, Match, Mount, Route, compile_path
 from starlette.types import Scope
 
 from a2a_hub import metrics
+from a2a_hub._logging import configure_logging
 from a2a_hub.server import rest
 from a2a_hub.server.caller import CallerMiddleware
 from a2a_hub.server.cards import agent_card, legacy_agent_card
@@ -43,6 +43,7 @@ from a2a_hub.server.http import base_url, hub_of
 from a2a_hub.server.hub import Hub
 from a2a_hub.server.jsonrpc import rpc
 from a2a_hub.server.metrics import MetricsMiddleware, TaskWatcher, metrics_endpoint
+from a2a_hub.server.shutdown import Drain
 
 __all__ = [
     "AGENT_ROUTES",
@@ -82,11 +83,8 @@ def app_from_environment() -> Starlette:
 
     settings = msgspec.json.decode(os.environ[SETTINGS_ENV], type=Settings)
     tune_gc()
-    logging.basicConfig(
-        level=settings.server.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    return create_app(Hub(settings))
+    configure_logging(settings.server.log_level, settings.server.log_format)
+    return create_app(Hub(settings), drain=Drain(settings.server.graceful_timeout))
 
 
 _enc = msgspec.json.Encoder()
@@ -206,21 +204,36 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     watcher = TaskWatcher(hub) if metrics.enabled() else None
     if watcher is not None:
         watcher.start()
+    drain: Drain | None = app.state.drain
+    if drain is not None:
+        drain.watch_signals()
     try:
         yield
     finally:
+        if drain is not None:
+            drain.begin()
+            await drain.wait_for_runs(hub)
         if watcher is not None:
             await watcher.close()
         await hub.close()
 
 
-def create_app(hub: Hub, *, agent_middleware: Sequence[Middleware] | None = None) -> Starlette:
+def create_app(
+    hub: Hub,
+    *,
+    agent_middleware: Sequence[Middleware] | None = None,
+    drain: Drain | None = None,
+) -> Starlette:
     """Build the Starlette app serving ``hub`` (opens and closes the store in its lifespan).
 
     ``agent_middleware`` is the middleware list of every agent route (both mounts);
     by default ``[Middleware(CallerMiddleware)]``.  It must put the request's
     caller in ``scope["state"]["caller"]``: give a subclass of
     :class:`CallerMiddleware` (see :mod:`a2a_hub.server.caller`) to authenticate.
+
+    ``drain`` (given by ``a2a-hub serve``) makes SIGTERM/SIGINT a graceful shutdown
+    (see :mod:`a2a_hub.server.shutdown`); without it the app leaves signals alone
+    and its shutdown fails running tasks at once.
     """
     middleware = (
         list(agent_middleware) if agent_middleware is not None else [Middleware(CallerMiddleware)]
@@ -241,4 +254,5 @@ def create_app(hub: Hub, *, agent_middleware: Sequence[Middleware] | None = None
     outer = [Middleware(MetricsMiddleware, record=server.metrics, log_format=server.access_log)]
     app = Starlette(routes=routes, middleware=outer, lifespan=lifespan)
     app.state.hub = hub
+    app.state.drain = drain
     return app

@@ -42,7 +42,7 @@ from a2a_hub.server.health import healthz, readyz, version
 from a2a_hub.server.http import base_url, hub_of
 from a2a_hub.server.hub import Hub
 from a2a_hub.server.jsonrpc import rpc
-from a2a_hub.server.metrics import MetricsMiddleware, TaskWatcher, metrics_endpoint
+from a2a_hub.server.metrics import MetricsMiddleware, metrics_endpoint
 from a2a_hub.server.shutdown import Drain
 
 __all__ = [
@@ -201,9 +201,6 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     """Start the app's hub (store, cluster) and close it at shutdown."""
     hub: Hub = app.state.hub
     await hub.start()
-    watcher = TaskWatcher(hub) if metrics.enabled() else None
-    if watcher is not None:
-        watcher.start()
     drain: Drain | None = app.state.drain
     if drain is not None:
         drain.watch_signals()
@@ -213,8 +210,6 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if drain is not None:
             drain.begin()
             await drain.wait_for_runs(hub)
-        if watcher is not None:
-            await watcher.close()
         await hub.close()
 
 

@@ -215,7 +215,8 @@ class Proxy:
                     await dst.drain()
             dst.transport.abort()
 
-        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
 
 
 def _store_url(kind: str, port: int) -> str:
@@ -227,7 +228,10 @@ def _store_url(kind: str, port: int) -> str:
 
 
 @pytest.mark.parametrize("kind", ["redis", "postgresql"])
-async def test_readyz_503_while_the_store_is_unreachable(kind: str) -> None:
+async def test_readyz_503_while_the_store_is_unreachable(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="a2a_hub.stores.outage")
     proxy = Proxy("127.0.0.1", 6379 if kind == "redis" else 5432)
     await proxy.start()
     settings = Settings.from_flat(store=_store_url(kind, proxy.port), agents=["echo"])
@@ -242,6 +246,8 @@ async def test_readyz_503_while_the_store_is_unreachable(kind: str) -> None:
             assert "store" in body["failing"]
             assert body["checks"]["store"] != "ok"
             assert (await c.get("/healthz")).status_code == 200  # the process still answers
+            for _ in range(3):
+                assert (await c.get("/readyz")).status_code == 503
             await proxy.start()  # same port again
             for _ in range(50):
                 up = await c.get("/readyz")
@@ -249,6 +255,26 @@ async def test_readyz_503_while_the_store_is_unreachable(kind: str) -> None:
                     break
                 await asyncio.sleep(0.2)
             assert up.status_code == 200, up.text
+            # the outage is logged as state changes: down once, then back, no traceback
+            lines = [r for r in caplog.records if r.name == "a2a_hub.stores.outage"]
+            assert " is down: " in lines[0].getMessage()
+            assert sum(" is down" in r.getMessage() for r in lines) == 1
+            assert " is back after" in lines[-1].getMessage()
+            assert not any(r.exc_info for r in lines)
     finally:
         if proxy.server is not None:
             await proxy.cut()
+
+
+async def test_llm_calls_are_counted_by_provider() -> None:
+    settings = Settings.from_flat(store="memory://", agents=["bot=llm"], llm_provider="scripted")
+    async with running(Hub(settings)) as c:
+        before = await scrape(c)
+        r = await c.post("/a2a/bot/message:send", json=send_params("hello"))
+        assert r.json()["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        after = await scrape(c)
+    calls = "a2a_llm_calls_total"
+    moved = value(after, calls, provider="scripted", outcome="ok")
+    assert moved - value(before, calls, provider="scripted", outcome="ok") == 1
+    seconds = "a2a_llm_call_duration_seconds_count"
+    assert value(after, seconds, provider="scripted") > value(before, seconds, provider="scripted")

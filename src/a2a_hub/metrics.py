@@ -63,6 +63,8 @@ __all__ = [
     "disable",
     "enabled",
     "exposition",
+    "llm_call",
+    "llm_tokens",
     "observe_request",
     "run_began",
     "run_ended",
@@ -340,6 +342,22 @@ def store_op(backend: str, operation: str, seconds: float) -> None:
 def store_failed(backend: str, operation: str, unavailable: bool) -> None:
     """Count one store operation that raised (``unavailable``: the server was unreachable)."""
     STORE_FAILURES.labels(backend, operation, "unavailable" if unavailable else "error").inc()
+
+
+def llm_call(provider: str, outcome: str, seconds: float) -> None:
+    """Count one LLM call (``ok`` or ``error``, after the provider's retries) and its latency."""
+    if _enabled:
+        LLM_CALLS.labels(provider, outcome).inc()
+        LLM_SECONDS.labels(provider).observe(seconds)
+
+
+def llm_tokens(provider: str, prompt: object, completion: object) -> None:
+    """Add the tokens a provider reported (ignored unless they are numbers)."""
+    if not _enabled:
+        return
+    for kind, count in (("prompt", prompt), ("completion", completion)):
+        if isinstance(count, int) and count >= 0:
+            LLM_TOKENS.labels(provider, kind).inc(count)
 
 
 def exposition() -> tuple[bytes, str]:

@@ -11,8 +11,10 @@ it is in the history of the next turn.  A provider that keeps failing (timeouts,
 from __future__ import annotations
 
 import inspect
+import time
 from typing import Any
 
+from a2a_hub import metrics
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater, text_of
 from a2a_hub.llm import ChatMessage, LazyProvider, LLMError, LLMProvider, provider_class
 from a2a_hub.protocol.types import Message, Role
@@ -117,6 +119,8 @@ class LLMExecutor(AgentExecutor):
     async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         await updater.start()
         messages = self.messages_for(await ctx.context_history())
+        provider_name = self.provider.name
+        began = time.perf_counter()
         try:
             if ctx.streaming:
                 # hold one chunk back, so that the last one can say lastChunk
@@ -152,6 +156,8 @@ class LLMExecutor(AgentExecutor):
                 )
                 await updater.artifact(text, name="response")
         except LLMError as exc:
+            metrics.llm_call(provider_name, "error", time.perf_counter() - began)
             await updater.fail(f"the language model failed: {exc}")
             return
+        metrics.llm_call(provider_name, "ok", time.perf_counter() - began)
         await updater.complete(text.strip() or "(the model returned no text)")

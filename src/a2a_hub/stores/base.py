@@ -35,6 +35,7 @@ import msgspec
 from a2a_hub import metrics
 from a2a_hub.protocol.errors import InvalidParamsError, StoreUnavailableError
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
+from a2a_hub.stores import outage
 from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 
 __all__ = [
@@ -198,29 +199,32 @@ def guarded(
 
         @functools.wraps(method)
         async def wrapper(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-            if not metrics.enabled():
-                try:
-                    return await method(self, *args, **kwargs)
-                except Exception as exc:
-                    if unreachable(exc):
-                        raise self._unavailable(exc) from exc
-                    raise
+            record = metrics.enabled()
             start = time.perf_counter()
-            backend = getattr(self, "dialect", None) or type(self).__name__
             try:
                 result = await method(self, *args, **kwargs)
             except Exception as exc:
                 down = unreachable(exc)
-                metrics.store_failed(backend, operation, down)
+                if record:
+                    metrics.store_failed(_backend(self), operation, down)
                 if down:
-                    raise self._unavailable(exc) from exc
+                    error = self._unavailable(exc)
+                    outage.failed(self, error.message)
+                    raise error from exc
                 raise
-            metrics.store_op(backend, operation, time.perf_counter() - start)
+            if record:
+                metrics.store_op(_backend(self), operation, time.perf_counter() - start)
+            outage.answered(self)
             return result
 
         return wrapper
 
     return decorate
+
+
+def _backend(store: object) -> str:
+    """The ``backend`` label of a store's metrics: its SQL dialect, else its class."""
+    return getattr(store, "dialect", None) or type(store).__name__
 
 
 def now() -> float:

@@ -185,3 +185,27 @@ def test_a_task_still_running_at_the_deadline_fails_with_the_shutdown_message(
         text = json.dumps(task["status"])
         assert "shut down" in text
         assert "Traceback" not in a.output()
+
+
+def test_metrics_sum_every_worker(store: str, tmp_path: Path) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with serve(store, "--agent", "echo", "--workers", "2", cwd=tmp_path) as hub:
+        with httpx.Client(timeout=10) as client:  # new connections: both workers get some
+            for _ in range(20):
+                r = httpx.post(f"{hub.url}/a2a/echo/message:send", json=message(), timeout=10)
+                assert r.status_code == 200
+            text = client.get(f"{hub.url}/metrics").text
+        sends = tasks = 0.0
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                if (
+                    s.name == "a2a_http_request_duration_seconds_count"
+                    and s.labels.get("route") == "/a2a/{agent_id}/message:send"
+                ):
+                    sends += s.value
+                if s.name == "a2a_tasks_total" and s.labels.get("state") == "completed":
+                    tasks += s.value
+        assert sends == 20
+        assert tasks == 20
+        assert hub.stop() in (0, -signal.SIGTERM)

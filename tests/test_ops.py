@@ -278,3 +278,21 @@ async def test_llm_calls_are_counted_by_provider() -> None:
     assert moved - value(before, calls, provider="scripted", outcome="ok") == 1
     seconds = "a2a_llm_call_duration_seconds_count"
     assert value(after, seconds, provider="scripted") > value(before, seconds, provider="scripted")
+
+
+async def test_retention_removes_finished_tasks_older_than_the_ttl(tmp_path: Any) -> None:
+    from a2a_hub.server.retention import Retention
+
+    settings = Settings.from_flat(store=f"sqlite:///{tmp_path}/hub.db", agents=["echo"])
+    assert settings.store.task_ttl == 7 * 86400  # the default: a week
+    async with running(Hub(settings)) as c:
+        ids = []
+        for text in ("a", "b", "c"):
+            r = await c.post("/a2a/echo/message:send", json=send_params(text))
+            ids.append(r.json()["task"]["id"])
+        hub: Hub = c._transport.app.state.hub  # type: ignore[attr-defined]
+        assert await Retention(hub, 3600).run_once() == 0  # none older than an hour
+        await asyncio.sleep(0.05)
+        assert await Retention(hub, 0.01).run_once() == 3
+        for task_id in ids:
+            assert (await c.get(f"/a2a/echo/tasks/{task_id}")).status_code == 404

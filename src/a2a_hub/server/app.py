@@ -43,6 +43,7 @@ from a2a_hub.server.http import base_url, hub_of
 from a2a_hub.server.hub import Hub
 from a2a_hub.server.jsonrpc import rpc
 from a2a_hub.server.metrics import MetricsMiddleware, metrics_endpoint
+from a2a_hub.server.retention import Retention
 from a2a_hub.server.shutdown import Drain
 
 __all__ = [
@@ -204,9 +205,12 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     drain: Drain | None = app.state.drain
     if drain is not None:
         drain.watch_signals()
+    retention = Retention(hub, hub.settings.store.task_ttl)
+    retention.start()
     try:
         yield
     finally:
+        await retention.close()
         if drain is not None:
             drain.begin()
             await drain.wait_for_runs(hub)

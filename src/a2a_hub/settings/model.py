@@ -173,6 +173,15 @@ class StoreSettings(Section):
             metavar="SECONDS",
         ),
     ] = 30.0
+    task_ttl: Annotated[
+        float,
+        setting(
+            "Seconds after which finished tasks (with their events and push configs) are "
+            "removed, in small batches every minute; 0 keeps them forever.",
+            ge=0,
+            metavar="SECONDS",
+        ),
+    ] = 7 * 86400.0
 
 
 class LLMSettings(Section):

@@ -42,6 +42,7 @@ __all__ = [
     "EventLog",
     "LogConflictError",
     "PushConfigStore",
+    "Retention",
     "Store",
     "StoredTask",
     "TaskEvent",
@@ -278,6 +279,29 @@ class TaskStore(ABC):
         """Remove the task, its events and push configs; ``False`` if it did not exist."""
 
 
+class Retention(ABC):
+    """Removing old finished tasks (``task_ttl``)."""
+
+    @abstractmethod
+    async def expired_tasks(self, agent_id: str, before: float, limit: int) -> list[str]:
+        """Ids of up to ``limit`` terminal tasks of ``agent_id`` last updated before
+        ``before`` (epoch seconds), oldest first."""
+
+    async def purge_expired(self, agent_id: str, before: float, limit: int = 100) -> int:
+        """Remove up to ``limit`` terminal tasks last updated before ``before``, with
+        their event logs and push configs; returns how many went (less than ``limit``:
+        none are left)."""
+        removed = 0
+        for task_id in await self.expired_tasks(agent_id, before, limit):
+            if await self.delete_task(agent_id, task_id):
+                removed += 1
+        return removed
+
+    @abstractmethod
+    async def delete_task(self, agent_id: str, task_id: str) -> bool:
+        """Remove a task, its events and push configs; False if there was none."""
+
+
 class EventLog(ABC):
     """Per-task event logs, read from any sequence number."""
 
@@ -321,7 +345,7 @@ class PushConfigStore(ABC):
         """Remove one config; ``False`` if it did not exist."""
 
 
-class Store(TaskStore, EventLog, PushConfigStore):
+class Store(TaskStore, Retention, EventLog, PushConfigStore):
     """A complete backend: all three interfaces plus a lifecycle."""
 
     url: str = ""

@@ -58,8 +58,9 @@ class Drain:
                 self._loop.call_soon_threadsafe(self.begin)
             if callable(previous):
                 previous(sig, frame)
-            elif previous == signal.SIG_DFL and sig == signal.SIGINT:
-                raise KeyboardInterrupt
+            elif previous == signal.SIG_DFL:  # nobody else handles it: the default action
+                signal.signal(sig, signal.SIG_DFL)
+                signal.raise_signal(sig)
 
         return handler
 

@@ -24,7 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() == "true"
 REDIS = "redis://127.0.0.1:6379/0"
-POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+POSTGRES = os.environ.get("A2A_HUB_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 V10 = {"A2A-Version": "1.0"}
 
 

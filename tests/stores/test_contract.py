@@ -864,3 +864,32 @@ async def test_meta_compare_and_swap(harness: StoreHarness) -> None:
     if harness.backend.durable:
         other = await harness.open()
         assert await other.get_meta(name) == b"two\x00\xff"
+
+
+# --- retention -------------------------------------------------------------------------
+
+
+async def test_purge_expired_removes_old_terminal_tasks_only(store: Store, agent_id: str) -> None:
+    done = make_task("done", state=TaskState.COMPLETED)
+    failed = make_task("failed", state=TaskState.FAILED)
+    running = make_task("running", state=TaskState.WORKING)
+    waiting = make_task("waiting", state=TaskState.INPUT_REQUIRED)
+    for t in (done, failed, running, waiting):
+        await store.save_task(agent_id, t, [snapshot_event(1, t)])
+    await store.set_push_config(agent_id, done.id, push_config("c1"))
+
+    # nothing is older than an hour ago
+    assert await store.purge_expired(agent_id, time.time() - 3600) == 0
+    # everything is older than a second from now: only the terminal tasks go, in batches
+    later = time.time() + 1
+    assert sorted(await store.expired_tasks(agent_id, later, 10)) == ["done", "failed"]
+    assert await store.purge_expired(agent_id, later, limit=1) == 1
+    assert await store.purge_expired(agent_id, later, limit=10) == 1
+    assert await store.purge_expired(agent_id, later, limit=10) == 0
+    for gone in (done, failed):
+        assert await store.get_task(agent_id, gone.id) is None
+        assert await store.read_events(agent_id, gone.id) == []
+    assert await store.list_push_configs(agent_id, done.id) == []
+    left = await store.list_tasks(agent_id, TaskQuery())
+    assert sorted(t.id for t in left.tasks) == ["running", "waiting"]
+    assert await store.last_seq(agent_id, running.id) == 1

@@ -23,8 +23,10 @@ model cannot, and an agent configured so is refused with the reason.
 from __future__ import annotations
 
 import inspect
+import time
 from typing import Any
 
+from a2a_hub import metrics
 from a2a_hub.agents._options import NAMED, named_options
 from a2a_hub.agents.links import HubLinks
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater, text_of
@@ -206,6 +208,8 @@ class LLMExecutor(AgentExecutor):
     async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         await updater.start()
         messages = self.messages_for(await ctx.context_history())
+        provider_name = self.provider.name
+        began = time.perf_counter()
         if self.uses_tools:
             await self._tool_loop(messages, updater)
             return
@@ -244,8 +248,10 @@ class LLMExecutor(AgentExecutor):
                 )
                 await updater.artifact(text, name="response")
         except LLMError as exc:
+            metrics.llm_call(provider_name, "error", time.perf_counter() - began)
             await updater.fail(f"the language model failed: {exc}")
             return
+        metrics.llm_call(provider_name, "ok", time.perf_counter() - began)
         await updater.complete(text.strip() or "(the model returned no text)")
 
     async def _tool_loop(self, messages: list[ChatMessage], updater: TaskUpdater) -> None:

@@ -15,6 +15,8 @@ import logging
 import os
 import socket
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -30,8 +32,10 @@ if TYPE_CHECKING:
 
 __all__ = ["SHUTDOWN_GRACE", "serve", "worker_app"]
 
-#: Seconds that open requests (SSE streams above all) get to finish after Ctrl+C.
+#: Seconds that open requests (SSE streams above all) got to finish after Ctrl+C
+#: before ``graceful_timeout`` became a setting (its log message falls back to it).
 SHUTDOWN_GRACE = 5
+_GRACE_ENV = "A2A_HUB_SERVE_GRACE"
 #: Seconds the start-up check of the store may take.
 STORE_CHECK_TIMEOUT = 30.0
 
@@ -60,6 +64,7 @@ def serve(
     --config hub.toml, else its default.  Exit codes: 2 for a bad setting, 1 when the
     port or the store cannot be used.
     """
+    from a2a_hub._logging import configure_logging
     from a2a_hub.server import Hub
     from a2a_hub.stores.urls import describe_store_url
 
@@ -90,9 +95,7 @@ def serve(
     except KeyboardInterrupt:
         sock.close()
         raise typer.Exit(130) from None
-    logging.basicConfig(
-        level=server.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(server.log_level, server.log_format)
     base = f"http://{_url_host(server.host)}:{server.port}"
     say = err_console.print
     where_store = escape(describe_store_url(store.url))
@@ -117,7 +120,8 @@ def serve(
         )
     if server.workers > 1:
         say(f"  {server.workers} worker processes; press Ctrl+C to stop", highlight=False)
-        _serve_workers(settings, sock)
+        with _multiprocess_metrics(server.metrics):
+            _serve_workers(settings, sock)
     else:
         say("  press Ctrl+C to stop", highlight=False)
         _serve_one(hub, sock)
@@ -180,6 +184,10 @@ def check_store(url: str) -> None:
         finally:
             await store.close()
 
+    # the failure is said below, once: not also as the outage warning of stores/outage.py
+    outage_log = logging.getLogger("a2a_hub.stores.outage")
+    was = outage_log.disabled
+    outage_log.disabled = True
     try:
         asyncio.run(probe())
     except Exception as exc:
@@ -187,6 +195,8 @@ def check_store(url: str) -> None:
         if isinstance(exc, TimeoutError):
             message = message.replace(" in time", f" within {STORE_CHECK_TIMEOUT:g} s", 1)
         fail(message, 1)
+    finally:
+        outage_log.disabled = was
 
 
 class _QuietCancellations(logging.Filter):
@@ -211,11 +221,15 @@ class _QuietCancellations(logging.Filter):
                 "Closing %s request(s) still open after %s s",
                 (
                     message.split()[1],
-                    SHUTDOWN_GRACE,
+                    _grace(),
                 ),
             )
             record.levelno, record.levelname = logging.INFO, "INFO"
         return True
+
+
+def _grace() -> str:
+    return os.environ.get(_GRACE_ENV, str(SHUTDOWN_GRACE))
 
 
 def _quiet_stops() -> None:
@@ -226,13 +240,16 @@ def _uvicorn_config(app: Any, settings: Any, **extra: Any) -> Any:
     import uvicorn
 
     server = settings.server
+    if server.log_format == "json":
+        extra["log_config"] = None  # keep the JSON handlers of configure_logging
+    os.environ[_GRACE_ENV] = f"{server.graceful_timeout:g}"
     return uvicorn.Config(
         app,
         host=server.host,
         port=server.port,
         log_level=server.log_level,
         access_log=False,
-        timeout_graceful_shutdown=SHUTDOWN_GRACE,
+        timeout_graceful_shutdown=server.graceful_timeout,
         **extra,
     )
 
@@ -242,8 +259,10 @@ def _serve_one(hub: Any, sock: socket.socket) -> None:
 
     from a2a_hub.server import create_app
     from a2a_hub.server.app import tune_gc
+    from a2a_hub.server.shutdown import Drain
 
-    server = uvicorn.Server(_uvicorn_config(create_app(hub), hub.settings))
+    app = create_app(hub, drain=Drain(hub.settings.server.graceful_timeout))
+    server = uvicorn.Server(_uvicorn_config(app, hub.settings))
     _quiet_stops()
     tune_gc()
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl+C it handled
@@ -275,3 +294,18 @@ def _serve_workers(settings: Any, sock: socket.socket) -> None:
     supervisor.run()
     if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes):
         fail("a worker process could not start; the log above says why", 1)
+
+
+@contextlib.contextmanager
+def _multiprocess_metrics(enabled: bool) -> Iterator[None]:
+    """With metrics on, a fresh ``PROMETHEUS_MULTIPROC_DIR`` for the workers (unless the
+    operator set one), so that ``/metrics`` on any worker sums them all; removed after."""
+    if not enabled or os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="a2a-hub-metrics-") as where:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = where
+        try:
+            yield
+        finally:
+            del os.environ["PROMETHEUS_MULTIPROC_DIR"]

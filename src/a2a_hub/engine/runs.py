@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
+from a2a_hub import metrics
 from a2a_hub.engine.caller import Caller
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.executor import AgentExecutor, RequestContext
@@ -57,6 +58,8 @@ class Runs(dict[str, TaskRun]):
         self.pubsub = pubsub
         self.flusher = flusher
         self.cluster = cluster
+        #: When each run began (for the task metrics), by task id.
+        self._began: dict[str, float] = {}
 
     async def open(
         self,
@@ -157,7 +160,16 @@ class Runs(dict[str, TaskRun]):
             bound,
         )
         self[ctx.task_id] = run
+        if metrics.enabled():
+            self._began[ctx.task_id] = metrics.run_began(self.agent_id)
         return run
+
+    def __delitem__(self, task_id: str) -> None:
+        run = self[task_id]
+        super().__delitem__(task_id)
+        began = self._began.pop(task_id, None)
+        if began is not None:
+            metrics.run_ended(self.agent_id, began, run.task)
 
     def _context_loader(
         self, context_id: str, task_id: str, owner: str | None

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from a2a_hub import metrics
 from a2a_hub.llm._retry import TransientError, backoff, retry
 from a2a_hub.llm.base import ChatMessage, ChatReply, LLMError, LLMProvider, ToolCall, to_wire
 
@@ -297,6 +298,11 @@ class OpenAIProvider(LLMProvider):
                 raise self._bad_reply(f"not JSON: {_excerpt(response.text)!r}") from exc
 
         data = await retry(attempt, provider=self.name, policy=self.policy)
+        usage = data.get("usage") if isinstance(data, dict) else None
+        if isinstance(usage, dict):
+            metrics.llm_tokens(
+                self.name, usage.get("prompt_tokens"), usage.get("completion_tokens")
+            )
         try:
             message = data["choices"][0]["message"]
         except (KeyError, IndexError, TypeError) as exc:

@@ -3,6 +3,9 @@
 Layout of :func:`create_app`'s routes::
 
     GET  /healthz                       liveness and the hosted agent ids
+    GET  /readyz                        readiness: the store and coordinator answer (else 503)
+    GET  /version                       versions of a2a-hub, A2A and Python
+    GET  /metrics                       Prometheus metrics (unless settings.server.metrics off)
     GET  /                              index of the hosted agents
     /admin/v1                           the admin API (server/admin.py; an admin key)
     GET  /.well-known/jwks.json         keys that sign push notifications (also per agent)
@@ -22,7 +25,6 @@ header and echoes the extensions a send activated.  The gRPC binding, when
 from __future__ import annotations
 
 import contextlib
-import logging
 import re
 from collections.abc import AsyncIterator, Sequence
 
@@ -35,6 +37,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Mount, Route, compile_path
 from starlette.types import Scope
 
+from a2a_hub import metrics
+from a2a_hub._logging import configure_logging
 from a2a_hub.server import rest
 from a2a_hub.server.admin import ADMIN_ROUTES
 from a2a_hub.server.auth import ApiKeyMiddleware
@@ -42,9 +46,13 @@ from a2a_hub.server.cards import agent_card, jwks, legacy_agent_card
 from a2a_hub.server.conversations import context_messages
 from a2a_hub.server.errors import JSON
 from a2a_hub.server.extensions import ExtensionsMiddleware
+from a2a_hub.server.health import healthz, readyz, version
 from a2a_hub.server.http import base_url, hub_of
 from a2a_hub.server.hub import Hub
 from a2a_hub.server.jsonrpc import rpc
+from a2a_hub.server.metrics import MetricsMiddleware, metrics_endpoint
+from a2a_hub.server.retention import Retention
+from a2a_hub.server.shutdown import Drain
 
 __all__ = [
     "AGENT_ROUTES",
@@ -84,11 +92,8 @@ def app_from_environment() -> Starlette:
 
     settings = msgspec.json.decode(os.environ[SETTINGS_ENV], type=Settings)
     tune_gc()
-    logging.basicConfig(
-        level=settings.server.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    return create_app(Hub(settings))
+    configure_logging(settings.server.log_level, settings.server.log_format)
+    return create_app(Hub(settings), drain=Drain(settings.server.graceful_timeout))
 
 
 _enc = msgspec.json.Encoder()
@@ -184,12 +189,6 @@ class AgentMount(Mount):
         return best
 
 
-async def healthz(request: Request) -> Response:
-    """``GET /healthz``: ok, and the ids of the hosted agents."""
-    agents = sorted(hub_of(request).agents)
-    return Response(_enc.encode({"status": "ok", "agents": agents}), media_type=JSON)
-
-
 async def index(request: Request) -> Response:
     """``GET /``: the hosted agents with their URLs and cards, and the default agent."""
     hub = hub_of(request)
@@ -213,13 +212,27 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     """Start the app's hub (store, cluster) and close it at shutdown."""
     hub: Hub = app.state.hub
     await hub.start()
+    drain: Drain | None = app.state.drain
+    if drain is not None:
+        drain.watch_signals()
+    retention = Retention(hub, hub.settings.store.task_ttl)
+    retention.start()
     try:
         yield
     finally:
+        await retention.close()
+        if drain is not None:
+            drain.begin()
+            await drain.wait_for_runs(hub)
         await hub.close()
 
 
-def create_app(hub: Hub, *, agent_middleware: Sequence[Middleware] | None = None) -> Starlette:
+def create_app(
+    hub: Hub,
+    *,
+    agent_middleware: Sequence[Middleware] | None = None,
+    drain: Drain | None = None,
+) -> Starlette:
     """Build the Starlette app serving ``hub`` (opens and closes the store in its lifespan).
 
     ``agent_middleware`` is the middleware list of every agent route (both mounts);
@@ -227,18 +240,34 @@ def create_app(hub: Hub, *, agent_middleware: Sequence[Middleware] | None = None
     every request is anonymous on an open hub).  It must put the request's caller in
     ``scope["state"]["caller"]``: give a subclass of :class:`CallerMiddleware` (see
     :mod:`a2a_hub.server.caller`) to authenticate otherwise.
+
+    ``drain`` (given by ``a2a-hub serve``) makes SIGTERM/SIGINT a graceful shutdown
+    (see :mod:`a2a_hub.server.shutdown`); without it the app leaves signals alone
+    and its shutdown fails running tasks at once.
     """
     middleware = (
         list(agent_middleware) if agent_middleware is not None else [Middleware(ApiKeyMiddleware)]
     )
+    server = hub.settings.server
+    if not server.metrics:
+        metrics.disable()
     routes: list[BaseRoute] = [
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/version", version, methods=["GET"]),
         Route("/", index, methods=["GET"]),
         Mount("/admin/v1", routes=ADMIN_ROUTES),
         Route("/.well-known/jwks.json", jwks, methods=["GET"]),
         AgentMount("/a2a/{agent_id}", AGENT_ROUTES, middleware=middleware),
         AgentMount("", AGENT_ROUTES, middleware=middleware, claim_unknown=False),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(ExtensionsMiddleware)])
+    if server.metrics:
+        routes.insert(3, Route("/metrics", metrics_endpoint, methods=["GET"]))
+    outer = [
+        Middleware(MetricsMiddleware, record=server.metrics, log_format=server.access_log),
+        Middleware(ExtensionsMiddleware),
+    ]
+    app = Starlette(routes=routes, middleware=outer, lifespan=lifespan)
     app.state.hub = hub
+    app.state.drain = drain
     return app

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope
 
+from a2a_hub import metrics
 from a2a_hub.protocol.errors import A2AError, InternalError
 
 __all__ = [
@@ -98,6 +99,7 @@ def error_info(err: A2AError) -> dict[str, Any]:
 
 def encode_error(req_id: str | int | None, err: A2AError, family: str | None) -> bytes:
     """A JSON-RPC error response for ``err`` (1.0: ``data`` is a list holding its ErrorInfo)."""
+    metrics.count_error("jsonrpc", err.code, err.reason)
     data: Any = None
     if family == "1.0":
         data = [error_info(err)]
@@ -108,6 +110,7 @@ def encode_error(req_id: str | int | None, err: A2AError, family: str | None) ->
 
 def error_body(err: A2AError) -> bytes:
     """The HTTP+JSON error body of ``err``: ``{"error": {code, status, message, details}}``."""
+    metrics.count_error("rest", err.code, err.reason)
     return _enc.encode(
         {
             "error": {

@@ -51,6 +51,7 @@ from a2a_hub.server.errors import JSON, encode_error, protocol_error
 from a2a_hub.server.extensions import activate_for_request
 from a2a_hub.server.http import a2a_version, agent_of, hub_of, read_body
 from a2a_hub.server.hub import HostedAgent
+from a2a_hub.server.metrics import VERSION_KEY
 from a2a_hub.server.sse import SseReply, encoded_event, sse_response
 from a2a_hub.stores.base import TaskEvent
 
@@ -551,6 +552,7 @@ async def rpc(request: Request) -> Response:
             family = _family_or_none(version)
             raise InvalidRequestError('jsonrpc must be "2.0"')
         family, handler = resolve_family(version, env.method)
+        request.scope[VERSION_KEY] = family
         last_event_id = request.headers.get("last-event-id")
         call = Call(agent, env.params, req_id, last_event_id, caller_of(request), request)
         result = await handler(call)

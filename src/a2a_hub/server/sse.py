@@ -16,12 +16,13 @@ from typing import Any
 import msgspec
 from starlette.responses import Response
 
+from a2a_hub import metrics
 from a2a_hub.engine.stream import TaskStream
 from a2a_hub.protocol.errors import A2AError
 from a2a_hub.server.errors import protocol_error
 from a2a_hub.stores.base import TaskEvent
 
-__all__ = ["SseReply", "SseResponse", "encoded_event", "sse_response"]
+__all__ = ["SseReply", "SseResponse", "encoded_event", "end_streams", "sse_response"]
 
 _enc = msgspec.json.Encoder()
 _memo: dict[int, tuple[TaskEvent, bytes]] = {}
@@ -78,21 +79,54 @@ class SseResponse(Response):
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         loop = asyncio.get_running_loop()
-        checked = loop.time()
+        checked = opened = loop.time()
+        record = metrics.enabled()
+        scope["a2a_hub.stream"] = True  # timed here, not by the request histogram
+        if record:
+            metrics.STREAMS_OPEN.inc()
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-            async for frame in _frames(self.reply, self.heartbeat):
-                now = loop.time()
-                if now - checked >= self.heartbeat:
-                    checked = now
-                    if client_gone(receive):
-                        return
-                await send({"type": "http.response.body", "body": frame, "more_body": True})
+            limit = asyncio.timeout(None)
+            try:
+                async with limit:
+                    _open.add(limit)
+                    if _ending:
+                        limit.reschedule(loop.time())
+                    async for frame in _frames(self.reply, self.heartbeat):
+                        now = loop.time()
+                        if now - checked >= self.heartbeat:
+                            checked = now
+                            if client_gone(receive):
+                                return
+                        await send({"type": "http.response.body", "body": frame, "more_body": True})
+            except TimeoutError:
+                pass  # end_streams(): the instance shuts down; the client resumes elsewhere
+            finally:
+                _open.discard(limit)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             pass  # the client went away mid-write
         finally:
             self.reply.stream.close()
+            if record:
+                metrics.STREAMS_OPEN.dec()
+                metrics.STREAM_SECONDS.observe(loop.time() - opened)
+
+
+#: The open streams' limits: :func:`end_streams` brings them forward to now.
+_open: set[asyncio.Timeout] = set()
+_ending = False
+
+
+def end_streams() -> None:
+    """End every open stream now, cleanly (a complete HTTP response), and every stream
+    opened from now on at once: the instance is shutting down.  A client resumes on
+    another instance with ``Last-Event-ID`` and misses nothing."""
+    global _ending
+    _ending = True
+    now = asyncio.get_running_loop().time()
+    for limit in list(_open):
+        limit.reschedule(now)
 
 
 def client_gone(receive: Any) -> bool:
@@ -120,6 +154,7 @@ def sse_response(reply: SseReply, heartbeat: float) -> Response:
 async def _frames(reply: SseReply, heartbeat: float) -> AsyncIterator[bytes]:
     """The stream's frames; events already waiting are joined into one write."""
     stream = reply.stream
+    sent = 0
     try:
         while True:
             chunk: list[bytes] = []
@@ -129,6 +164,7 @@ async def _frames(reply: SseReply, heartbeat: float) -> AsyncIterator[bytes]:
                 while event is not None:
                     data = reply.encode(event)
                     if data is not None:
+                        sent += 1
                         chunk.append(
                             b"id: %d\ndata: %b\n\n" % (event.seq, data)
                             if event.seq
@@ -150,3 +186,5 @@ async def _frames(reply: SseReply, heartbeat: float) -> AsyncIterator[bytes]:
                 yield b": keep-alive\n\n"
     finally:
         stream.close()
+        if sent and metrics.enabled():
+            metrics.STREAM_EVENTS.inc(sent)

@@ -154,6 +154,28 @@ class ServerSettings(Section):
         bool,
         setting("Keep the 0.3 top-level fields in the 1.0 card (0.3 clients need them)."),
     ] = True
+    metrics: Annotated[bool, setting("Serve Prometheus metrics at /metrics and record them.")] = (
+        True
+    )
+    access_log: Annotated[
+        Literal["off", "plain", "json"],
+        setting(
+            "Access log: off, plain lines or JSON lines (logger a2a_hub.access).", metavar="FORMAT"
+        ),
+    ] = "off"
+    log_format: Annotated[
+        Literal["plain", "json"],
+        setting("Application logs as plain text or JSON lines.", metavar="FORMAT"),
+    ] = "plain"
+    graceful_timeout: Annotated[
+        float,
+        setting(
+            "On SIGTERM/SIGINT, seconds running requests and tasks get to finish before "
+            "they are failed with 'the instance shut down'.",
+            ge=0,
+            metavar="SECONDS",
+        ),
+    ] = 30.0
 
 
 class StoreSettings(Section):
@@ -179,6 +201,15 @@ class StoreSettings(Section):
             metavar="SECONDS",
         ),
     ] = 30.0
+    task_ttl: Annotated[
+        float,
+        setting(
+            "Seconds after which finished tasks (with their events and push configs) are "
+            "removed, in small batches every minute; 0 keeps them forever.",
+            ge=0,
+            metavar="SECONDS",
+        ),
+    ] = 7 * 86400.0
 
 
 class LLMSettings(Section):

@@ -33,8 +33,10 @@ from typing import Any, Concatenate, NamedTuple, ParamSpec, Protocol, TypeVar
 
 import msgspec
 
+from a2a_hub import metrics
 from a2a_hub.protocol.errors import InvalidParamsError, StoreUnavailableError
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
+from a2a_hub.stores import outage
 from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "MetaStore",
     "PushConfigStore",
     "PushOutbox",
+    "Retention",
     "Store",
     "StoredTask",
     "TaskEvent",
@@ -238,18 +241,36 @@ def guarded(
     def decorate(
         method: Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]],
     ) -> Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]]:
+        operation = method.__name__
+
         @functools.wraps(method)
         async def wrapper(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            record = metrics.enabled()
+            start = time.perf_counter()
             try:
-                return await method(self, *args, **kwargs)
+                result = await method(self, *args, **kwargs)
             except Exception as exc:
-                if unreachable(exc):
-                    raise self._unavailable(exc) from exc
+                down = unreachable(exc)
+                if record:
+                    metrics.store_failed(_backend(self), operation, down)
+                if down:
+                    error = self._unavailable(exc)
+                    outage.failed(self, error.message)
+                    raise error from exc
                 raise
+            if record:
+                metrics.store_op(_backend(self), operation, time.perf_counter() - start)
+            outage.answered(self)
+            return result
 
         return wrapper
 
     return decorate
+
+
+def _backend(store: object) -> str:
+    """The ``backend`` label of a store's metrics: its SQL dialect, else its class."""
+    return getattr(store, "dialect", None) or type(store).__name__
 
 
 def now() -> float:
@@ -303,6 +324,29 @@ class TaskStore(ABC):
     @abstractmethod
     async def delete_task(self, agent_id: str, task_id: str) -> bool:
         """Remove the task, its events and push configs; ``False`` if it did not exist."""
+
+
+class Retention(ABC):
+    """Removing old finished tasks (``task_ttl``)."""
+
+    @abstractmethod
+    async def expired_tasks(self, agent_id: str, before: float, limit: int) -> list[str]:
+        """Ids of up to ``limit`` terminal tasks of ``agent_id`` last updated before
+        ``before`` (epoch seconds), oldest first."""
+
+    async def purge_expired(self, agent_id: str, before: float, limit: int = 100) -> int:
+        """Remove up to ``limit`` terminal tasks last updated before ``before``, with
+        their event logs and push configs; returns how many went (less than ``limit``:
+        none are left)."""
+        removed = 0
+        for task_id in await self.expired_tasks(agent_id, before, limit):
+            if await self.delete_task(agent_id, task_id):
+                removed += 1
+        return removed
+
+    @abstractmethod
+    async def delete_task(self, agent_id: str, task_id: str) -> bool:
+        """Remove a task, its events and push configs; False if there was none."""
 
 
 class EventLog(ABC):
@@ -403,8 +447,8 @@ class MetaStore(ABC):
         whether it was set."""
 
 
-class Store(TaskStore, EventLog, PushConfigStore, PushOutbox, MetaStore):
-    """A complete backend: all five interfaces plus a lifecycle."""
+class Store(TaskStore, Retention, EventLog, PushConfigStore, PushOutbox, MetaStore):
+    """A complete backend: all six interfaces plus a lifecycle."""
 
     url: str = ""
     _coordinator: Coordinator | None = None

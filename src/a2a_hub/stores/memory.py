@@ -14,7 +14,7 @@ from typing import NamedTuple
 import msgspec
 
 from a2a_hub.protocol.errors import TaskNotFoundError
-from a2a_hub.protocol.types import Task, TaskPushNotificationConfig
+from a2a_hub.protocol.types import Task, TaskPushNotificationConfig, TaskState
 from a2a_hub.stores.base import (
     Delivery,
     Store,
@@ -46,6 +46,9 @@ class _Entry(NamedTuple):
     updated_at: float
     events: tuple[bytes, ...] = ()
     owner: str | None = None
+
+
+_ENDED = frozenset(state.value for state in TaskState if state.terminal)
 
 
 class MemoryStore(Store):
@@ -123,6 +126,14 @@ class MemoryStore(Store):
             next_page_token=token,
             total_size=total,
         )
+
+    async def expired_tasks(self, agent_id: str, before: float, limit: int) -> list[str]:
+        found = sorted(
+            (entry.updated_at, task_id)
+            for (agent, task_id), entry in self._tasks.items()
+            if agent == agent_id and entry.updated_at < before and entry.state in _ENDED
+        )
+        return [task_id for _, task_id in found[:limit]]
 
     async def delete_task(self, agent_id: str, task_id: str) -> bool:
         self._push.pop((agent_id, task_id), None)

@@ -106,7 +106,7 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
     ) from _exc
 
 from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
-from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig
+from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
 from a2a_hub.stores.base import (
     Delivery,
     Store,
@@ -249,6 +249,9 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 # --- the store -------------------------------------------------------------------------
+
+
+_ENDED = sorted(state.value for state in TaskState if state.terminal)
 
 
 class RedisStore(Store):
@@ -454,6 +457,25 @@ class RedisStore(Store):
             next_page_token=token,
             total_size=max(total, len(page)),
         )
+
+    @_guarded
+    async def expired_tasks(self, agent_id: str, before: float, limit: int) -> list[str]:
+        """Besides this, Redis drops ended tasks by itself ``task_ttl`` after they end."""
+        k = self.keys(agent_id)
+        found: list[tuple[float, str]] = []
+        for state in _ENDED:
+            rows: Any = await self.client.zrange(
+                k.state(state),
+                "-inf",
+                f"({before!r}",
+                byscore=True,
+                offset=0,
+                num=limit,
+                withscores=True,
+            )
+            found.extend((float(score), _text(member)) for member, score in rows)
+        found.sort()
+        return [task_id for _, task_id in found[:limit]]
 
     @_guarded
     async def delete_task(self, agent_id: str, task_id: str) -> bool:

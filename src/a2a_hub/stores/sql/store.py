@@ -44,7 +44,7 @@ from sqlalchemy.pool import AsyncAdaptedQueuePool
 from sqlalchemy.sql.elements import ColumnElement
 
 from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
-from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig
+from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
 from a2a_hub.stores.base import (
     Delivery,
     Store,
@@ -369,6 +369,9 @@ def _skip_idle_rollbacks(engine: AsyncEngine) -> None:
 # --- the store -------------------------------------------------------------------------
 
 
+_ENDED = sorted(state.value for state in TaskState if state.terminal)
+
+
 class SqlStore(Store):
     """Tasks, event logs and push configs in SQLite or PostgreSQL.
 
@@ -631,6 +634,21 @@ class SqlStore(Store):
         return TaskPage(
             tasks=[_task_dec.decode(r[2]) for r in page], next_page_token=token, total_size=total
         )
+
+    @_guarded
+    async def expired_tasks(self, agent_id: str, before: float, limit: int) -> list[str]:
+        stmt = (
+            select(tasks.c.task_id)
+            .where(
+                tasks.c.agent_id == agent_id,
+                tasks.c.updated_at < before,
+                tasks.c.state.in_(_ENDED),
+            )
+            .order_by(tasks.c.updated_at)
+            .limit(limit)
+        )
+        async with self._read() as conn:
+            return list((await conn.execute(stmt)).scalars())
 
     @_guarded
     async def delete_task(self, agent_id: str, task_id: str) -> bool:

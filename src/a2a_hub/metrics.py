@@ -1,0 +1,371 @@
+"""The hub's Prometheus metrics, defined once; every layer records into them.
+
+Metrics are on by default; :func:`disable` (``--metrics false``) turns every
+recording helper here into a no-op.  With several worker processes the CLI sets
+``PROMETHEUS_MULTIPROC_DIR`` before the workers start, and ``/metrics`` then
+sums the files of every process (see :func:`exposition`).
+
+Names follow the Prometheus conventions: counters end in ``_total``, durations
+are ``_seconds`` histograms.
+
+The metrics recorded on every request (request duration, task runs, store
+operations) are :class:`FastHistogram`, :class:`FastCounter` and
+:class:`FastGauge`: plain numbers updated on the event loop, without the lock
+and the per-bucket objects of ``prometheus_client`` (which cost about 10 % of a
+send), read by a collector at scrape time.  In multi-process mode they record
+through ``prometheus_client`` instead, whose files the workers share.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+__all__ = [
+    "CONTENT_TYPE_LATEST",
+    "ERRORS",
+    "LLM_CALLS",
+    "LLM_SECONDS",
+    "LLM_TOKENS",
+    "REGISTRY",
+    "REQUEST_SECONDS",
+    "STORE_FAILURES",
+    "STORE_SECONDS",
+    "STREAMS_OPEN",
+    "STREAM_EVENTS",
+    "STREAM_SECONDS",
+    "TASKS",
+    "TASKS_ACTIVE",
+    "TASK_SECONDS",
+    "TOOL_CALLS",
+    "FastCounter",
+    "FastGauge",
+    "FastHistogram",
+    "count_error",
+    "disable",
+    "enabled",
+    "exposition",
+    "llm_call",
+    "llm_tokens",
+    "observe_request",
+    "run_began",
+    "run_ended",
+    "store_failed",
+    "store_op",
+]
+
+_MULTIPROC = "PROMETHEUS_MULTIPROC_DIR"
+_multiprocess = bool(os.environ.get(_MULTIPROC))
+
+#: The registry of this process's metrics (not the library's global one).
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+_FAST = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_SLOW = (0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0, 3600.0)
+
+
+class _Fast:
+    """A metric kept as plain numbers per label tuple; subclasses export it in ``collect``."""
+
+    def __init__(self, name: str, doc: str, labelnames: Sequence[str]) -> None:
+        self.name = name
+        self.doc = doc
+        self.labelnames = list(labelnames)
+
+    def describe(self) -> list[Metric]:
+        """No description up front (the registry then calls :meth:`collect`)."""
+        return []
+
+
+class FastHistogram(_Fast):
+    """A histogram updated without locks: ``observe(labels, seconds)``."""
+
+    def __init__(
+        self, name: str, doc: str, labelnames: Sequence[str], buckets: Sequence[float]
+    ) -> None:
+        super().__init__(name, doc, labelnames)
+        self.bounds = tuple(buckets)
+        #: label values -> per-bucket counts (the last one is +Inf) followed by the sum.
+        self.values: dict[tuple[str, ...], list[float]] = {}
+        self.shared = (
+            Histogram(name, doc, labelnames, buckets=buckets, registry=None)
+            if _multiprocess
+            else None
+        )
+        if self.shared is None:
+            REGISTRY.register(self)
+
+    def child(self, labels: tuple[str, ...]) -> list[float]:
+        """The numbers of one label tuple (created at zero)."""
+        found = self.values.get(labels)
+        if found is None:
+            found = self.values[labels] = [0.0] * (len(self.bounds) + 2)
+        return found
+
+    def observe(self, labels: tuple[str, ...], amount: float) -> None:
+        """Record one observation."""
+        if self.shared is not None:
+            self.shared.labels(*labels).observe(amount)
+            return
+        numbers = self.values.get(labels) or self.child(labels)
+        numbers[bisect_left(self.bounds, amount)] += 1
+        numbers[-1] += amount
+
+    def collect(self) -> Iterator[Metric]:
+        """The histogram family (cumulative buckets, count, sum)."""
+        family = HistogramMetricFamily(self.name, self.doc, labels=self.labelnames)
+        for labels, numbers in list(self.values.items()):
+            running = 0.0
+            buckets = []
+            for bound, count in zip((*self.bounds, float("inf")), numbers, strict=False):
+                running += count
+                buckets.append((_le(bound), running))
+            family.add_metric(list(labels), buckets, numbers[-1])
+        yield family
+
+
+class FastCounter(_Fast):
+    """A counter updated without locks: ``inc(labels, amount=1)``."""
+
+    def __init__(self, name: str, doc: str, labelnames: Sequence[str]) -> None:
+        super().__init__(name, doc, labelnames)
+        self.values: dict[tuple[str, ...], float] = {}
+        base = name.removesuffix("_total")
+        self.shared = Counter(base, doc, labelnames, registry=None) if _multiprocess else None
+        if self.shared is None:
+            REGISTRY.register(self)
+
+    def inc(self, labels: tuple[str, ...], amount: float = 1.0) -> None:
+        """Add ``amount``."""
+        if self.shared is not None:
+            self.shared.labels(*labels).inc(amount)
+            return
+        self.values[labels] = self.values.get(labels, 0.0) + amount
+
+    def collect(self) -> Iterator[Metric]:
+        """The counter family."""
+        family = CounterMetricFamily(
+            self.name.removesuffix("_total"), self.doc, labels=self.labelnames
+        )
+        for labels, value in list(self.values.items()):
+            family.add_metric(list(labels), value)
+        yield family
+
+
+class FastGauge(_Fast):
+    """A gauge updated without locks: ``add(labels, amount)``."""
+
+    def __init__(self, name: str, doc: str, labelnames: Sequence[str]) -> None:
+        super().__init__(name, doc, labelnames)
+        self.values: dict[tuple[str, ...], float] = {}
+        self.shared = (
+            Gauge(name, doc, labelnames, multiprocess_mode="livesum", registry=None)
+            if _multiprocess
+            else None
+        )
+        if self.shared is None:
+            REGISTRY.register(self)
+
+    def add(self, labels: tuple[str, ...], amount: float) -> None:
+        """Add ``amount`` (negative to lower it)."""
+        if self.shared is not None:
+            self.shared.labels(*labels).inc(amount)
+            return
+        self.values[labels] = self.values.get(labels, 0.0) + amount
+
+    def collect(self) -> Iterator[Metric]:
+        """The gauge family."""
+        family = GaugeMetricFamily(self.name, self.doc, labels=self.labelnames)
+        for labels, value in list(self.values.items()):
+            family.add_metric(list(labels), value)
+        yield family
+
+
+def _le(bound: float) -> str:
+    return "+Inf" if bound == float("inf") else repr(float(bound))
+
+
+REQUEST_SECONDS = FastHistogram(
+    "a2a_http_request_duration_seconds",
+    "HTTP requests (streams excluded: see a2a_sse_stream_duration_seconds) by route "
+    "template, binding, A2A version, method and status.",
+    ["route", "binding", "version", "method", "status"],
+    _FAST,
+)
+TASKS = FastCounter(
+    "a2a_tasks_total",
+    "Task runs (turns) ended, by agent and the state they left the task in "
+    "(message: a direct reply without a task).",
+    ["agent", "state"],
+)
+TASK_SECONDS = FastHistogram(
+    "a2a_task_duration_seconds", "How long task runs (turns) took, by agent.", ["agent"], _SLOW
+)
+TASKS_ACTIVE = FastGauge(
+    "a2a_tasks_active", "Task runs executing in this process now, by agent.", ["agent"]
+)
+STORE_SECONDS = FastHistogram(
+    "a2a_store_operation_duration_seconds",
+    "Task store operations by backend and operation.",
+    ["backend", "operation"],
+    _FAST,
+)
+ERRORS = Counter(
+    "a2a_errors_total",
+    "Protocol errors answered, by binding and error code (JSON-RPC code).",
+    ["binding", "code", "reason"],
+    registry=REGISTRY,
+)
+STREAMS_OPEN = Gauge(
+    "a2a_sse_streams_open",
+    "Server-Sent Event streams open now.",
+    multiprocess_mode="livesum",
+    registry=REGISTRY,
+)
+STREAM_SECONDS = Histogram(
+    "a2a_sse_stream_duration_seconds",
+    "How long Server-Sent Event streams stayed open.",
+    buckets=_SLOW,
+    registry=REGISTRY,
+)
+STREAM_EVENTS = Counter(
+    "a2a_sse_events_sent_total",
+    "Events written to Server-Sent Event streams.",
+    registry=REGISTRY,
+)
+STORE_FAILURES = Counter(
+    "a2a_store_operation_failures_total",
+    "Task store operations that raised, by backend, operation and kind "
+    "(unavailable: the server could not be reached; error: anything else).",
+    ["backend", "operation", "kind"],
+    registry=REGISTRY,
+)
+LLM_CALLS = Counter(
+    "a2a_llm_calls_total",
+    "LLM calls by provider and outcome (ok, error).",
+    ["provider", "outcome"],
+    registry=REGISTRY,
+)
+LLM_SECONDS = Histogram(
+    "a2a_llm_call_duration_seconds",
+    "LLM call latency by provider.",
+    ["provider"],
+    buckets=_SLOW,
+    registry=REGISTRY,
+)
+LLM_TOKENS = Counter(
+    "a2a_llm_tokens_total",
+    "LLM tokens by provider and kind (prompt, completion).",
+    ["provider", "kind"],
+    registry=REGISTRY,
+)
+TOOL_CALLS = Counter(
+    "a2a_tool_calls_total",
+    "Tool calls made by LLM agents, by agent and tool.",
+    ["agent", "tool"],
+    registry=REGISTRY,
+)
+
+_enabled = True
+
+
+def enabled() -> bool:
+    """Whether metrics are recorded in this process."""
+    return _enabled
+
+
+def disable() -> None:
+    """Stop recording (``--metrics false``): every helper here becomes a no-op."""
+    global _enabled
+    _enabled = False
+
+
+def observe_request(
+    route: str, binding: str, version: str, method: str, status: int, seconds: float
+) -> None:
+    """Record one HTTP request in :data:`REQUEST_SECONDS`."""
+    REQUEST_SECONDS.observe((route, binding, version, method, str(status)), seconds)
+
+
+def run_began(agent: str) -> float:
+    """Count a run (one turn of a task) of ``agent`` as active; returns its start time
+    for :func:`run_ended`."""
+    TASKS_ACTIVE.add((agent,), 1)
+    return time.perf_counter()
+
+
+_state_labels: dict[Any, str] = {}
+
+
+def run_ended(agent: str, began: float, task: Any) -> None:
+    """A run begun at ``began`` ended, leaving ``task`` (``None``: a direct reply)."""
+    key = (agent,)
+    TASKS_ACTIVE.add(key, -1)
+    TASK_SECONDS.observe(key, time.perf_counter() - began)
+    if task is None:
+        label = "message"
+    else:
+        state = task.status.state
+        label = _state_labels.get(state) or _state_labels.setdefault(state, state.label)
+    TASKS.inc((agent, label))
+
+
+def count_error(binding: str, code: int, reason: str) -> None:
+    """Count one protocol error answered on ``binding``."""
+    if _enabled:
+        ERRORS.labels(binding, str(code), reason).inc()
+
+
+def store_op(backend: str, operation: str, seconds: float) -> None:
+    """Record one store operation that succeeded."""
+    STORE_SECONDS.observe((backend, operation), seconds)
+
+
+def store_failed(backend: str, operation: str, unavailable: bool) -> None:
+    """Count one store operation that raised (``unavailable``: the server was unreachable)."""
+    STORE_FAILURES.labels(backend, operation, "unavailable" if unavailable else "error").inc()
+
+
+def llm_call(provider: str, outcome: str, seconds: float) -> None:
+    """Count one LLM call (``ok`` or ``error``, after the provider's retries) and its latency."""
+    if _enabled:
+        LLM_CALLS.labels(provider, outcome).inc()
+        LLM_SECONDS.labels(provider).observe(seconds)
+
+
+def llm_tokens(provider: str, prompt: object, completion: object) -> None:
+    """Add the tokens a provider reported (ignored unless they are numbers)."""
+    if not _enabled:
+        return
+    for kind, count in (("prompt", prompt), ("completion", completion)):
+        if isinstance(count, int) and count >= 0:
+            LLM_TOKENS.labels(provider, kind).inc(count)
+
+
+def exposition() -> tuple[bytes, str]:
+    """The text of ``/metrics`` and its content type (every worker's, with several)."""
+    if os.environ.get(_MULTIPROC):
+        from prometheus_client import multiprocess
+
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST

@@ -27,7 +27,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Match, Mount, Route, compile_path
+from starlette.routing import BaseRoute, Match, Mount, Route, WebSocketRoute, compile_path
 from starlette.types import Scope
 
 from a2a_hub.server import rest
@@ -37,6 +37,7 @@ from a2a_hub.server.errors import JSON
 from a2a_hub.server.http import base_url, hub_of
 from a2a_hub.server.hub import Hub
 from a2a_hub.server.jsonrpc import rpc
+from a2a_hub.server.ws import websocket_endpoint
 
 __all__ = [
     "AGENT_ROUTES",
@@ -104,6 +105,7 @@ AGENT_ROUTES: list[BaseRoute] = [
     ),
     Route("/tasks/{task_id}", rest.get_task, methods=["GET"]),
     Route("/extendedAgentCard", rest.extended_card, methods=["GET"]),
+    WebSocketRoute("/ws", websocket_endpoint),
 ]
 
 

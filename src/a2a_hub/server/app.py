@@ -33,6 +33,7 @@ from starlette.types import Scope
 from a2a_hub.server import rest
 from a2a_hub.server.caller import CallerMiddleware
 from a2a_hub.server.cards import agent_card, legacy_agent_card
+from a2a_hub.server.chat import chat_asset, chat_page
 from a2a_hub.server.errors import JSON
 from a2a_hub.server.http import base_url, hub_of
 from a2a_hub.server.hub import Hub
@@ -106,6 +107,8 @@ AGENT_ROUTES: list[BaseRoute] = [
     Route("/tasks/{task_id}", rest.get_task, methods=["GET"]),
     Route("/extendedAgentCard", rest.extended_card, methods=["GET"]),
     WebSocketRoute("/ws", websocket_endpoint),
+    Route("/chat", chat_page, methods=["GET"]),
+    Route("/chat/{asset}", chat_asset, methods=["GET"]),
 ]
 
 

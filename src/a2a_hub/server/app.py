@@ -31,6 +31,7 @@ from starlette.routing import BaseRoute, Match, Mount, Route, WebSocketRoute, co
 from starlette.types import Scope
 
 from a2a_hub.server import rest
+from a2a_hub.server.agui import ag_ui_run
 from a2a_hub.server.caller import CallerMiddleware
 from a2a_hub.server.cards import agent_card, legacy_agent_card
 from a2a_hub.server.chat import chat_asset, chat_page
@@ -108,6 +109,7 @@ AGENT_ROUTES: list[BaseRoute] = [
     Route("/extendedAgentCard", rest.extended_card, methods=["GET"]),
     WebSocketRoute("/ws", websocket_endpoint),
     Route("/chat", chat_page, methods=["GET"]),
+    Route("/ag-ui", ag_ui_run, methods=["POST"]),
     Route("/chat/{asset}", chat_asset, methods=["GET"]),
 ]
 

@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint format bench proto clean
+.PHONY: demo test lint format bench proto clean chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,9 +25,17 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/a2a-hub run scenarios/debate/scenario.toml
 
-## test: lint, type-check and run the whole suite
-test: $(VENV)/.installed-dev lint
+## test: lint, type-check and run the whole suite (installs Debian's chromium for the browser tests)
+test: $(VENV)/.installed-dev lint chromium
 	$(BIN)/pytest -q
+
+## chromium: the browser the chat-page tests drive (/usr/bin/chromium, via playwright)
+chromium:
+	@test -x /usr/bin/chromium || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium \
+	  || { $$SUDO apt-get update -q \
+	       && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }; }
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests

@@ -187,3 +187,28 @@ def test_tasks_list_keeps_whole_ids_at_80_columns(hub_url: str) -> None:
     assert any(task["id"] in line for line in lines), out.stdout
     assert any(task["contextId"] in line for line in lines), out.stdout
     assert "…" not in out.stdout
+
+
+def test_chat_over_the_websocket(hub_url: str) -> None:
+    child = pexpect.spawn(
+        CLI[0],
+        [*CLI[1:], "chat", "--ws", f"{hub_url}/a2a/pizza"],
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(40, 120),
+    )
+    try:
+        child.expect("Talking over the WebSocket")
+        child.expect("you> ")
+        child.sendline("I would like a pizza")
+        child.expect("input-required: What kind of pizza\\?")
+        child.expect("you> ")
+        child.sendline("margherita")
+        child.expect("order: margherita")
+        child.expect("completed")
+        child.expect("you> ")
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0

@@ -189,11 +189,20 @@ def chat(
     api_key: ApiKey = None,
     bearer: Bearer = None,
     header: Headers = None,
+    ws: Annotated[
+        bool,
+        typer.Option(
+            "--ws", metavar="", help="Use the hub's WebSocket channel (resumes on its own)."
+        ),
+    ] = False,
 ) -> None:
     """Talk to the agent at URL over several turns (/new, /cancel, /quit; Ctrl+C or
     Ctrl+D leaves)."""
     from a2a_hub.client import Conversation
 
+    if ws:
+        _run(lambda: _ws_chat(url, api_key, _headers(header)))
+        return
     # The prompt is read in the main thread, outside the event loop, so that Ctrl+C
     # stops it at once; one loop (asyncio.Runner) serves every turn and the connection.
     with _reported(), asyncio.Runner() as loop:
@@ -238,6 +247,68 @@ async def _turn(client: A2AClient, conv: Conversation, line: str) -> None:
         await follow(conv.stream(line), as_json=False)
     else:
         print_result(console, await conv.send(line))
+
+
+async def _ws_chat(url: str, api_key: str | None, headers: dict[str, str]) -> None:
+    """``chat --ws``: each line a ``send_message``; events printed until the turn ends."""
+    import uuid
+
+    from a2a_hub.client.websocket import TERMINAL_STATUSES, WebSocketClient
+
+    async with WebSocketClient(url, api_key=api_key, headers=headers) as client:
+        console.print(
+            f"Talking over the WebSocket {escape(client.url)}. "
+            "Commands: /new (new conversation), /cancel (cancel the task), /quit",
+            highlight=False,
+        )
+        events = client.events()
+        task_id: str | None = None
+        while True:
+            try:
+                line = (await asyncio.to_thread(input, "you> ")).strip()
+            except EOFError:
+                break
+            if not line:
+                continue
+            if line == "/quit":
+                break
+            if line == "/new":
+                client.context_id, task_id = str(uuid.uuid4()), None
+                console.print("[dim]new conversation[/dim]")
+                continue
+            if line == "/cancel":
+                if task_id is None:
+                    console.print("[dim]no task to cancel[/dim]")
+                    continue
+                await client.cancel_task(task_id)
+            else:
+                await client.send_message(line, task_id=task_id)
+            async for event in events:
+                kind = event["event"]
+                if kind == "content_stream":
+                    console.print(event["chunk"], end="", markup=False, highlight=False)
+                elif kind == "tool_call":
+                    console.print(
+                        f"\n[tool call {event['tool_id']} {event['params']}]", markup=False
+                    )
+                elif kind == "tool_response":
+                    console.print(f"\n[tool result {event['result']}]", markup=False)
+                elif kind == "error":
+                    console.print(f"\nerror ({event['code']}): {event['message']}", markup=False)
+                    if event.get("task_id") is None or line == "/cancel":
+                        break
+                elif kind == "message_status_update" and event.get("seq") == 0:
+                    console.print("")  # an immediate reply: no task
+                    break
+                elif kind == "task_status_update":
+                    task_id = event["global_task_id"]
+                    status = event["status"]
+                    if status in TERMINAL_STATUSES:
+                        note = f": {event['message']}" if event.get("message") else ""
+                        console.print(f"\n[{status}{note}]", markup=False, highlight=False)
+                        if status != "input-required":
+                            task_id = None
+                        break
 
 
 @tasks_app.command("get", cls=Command)

@@ -36,6 +36,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import msgspec
+
 from a2a_hub.engine.state import new_id
 from a2a_hub.protocol.types import (
     Artifact,
@@ -47,7 +49,10 @@ from a2a_hub.protocol.types import (
     TaskState,
 )
 
-__all__ = ["AgentExecutor", "RequestContext", "TaskUpdater", "text_of"]
+__all__ = ["PROGRESS_KEY", "AgentExecutor", "RequestContext", "TaskUpdater", "text_of"]
+
+#: The status-message metadata key carrying ``updater.working(progress=...)``.
+PROGRESS_KEY = "progress"
 
 
 def text_of(parts: Sequence[Part]) -> str:
@@ -86,6 +91,20 @@ class RequestContext:
         """Every message of this task so far, the incoming one last."""
         previous = self.task.history if self.task is not None and self.task.history else []
         return [*previous, self.message]
+
+    def tool_response(self, tool_call_id: str | None = None) -> dict[str, Any] | None:
+        """The result a client sent for a tool call (``{"status", "data", "error_message"}``),
+        from the incoming message's ``tool_response`` data part; ``None`` if there is none."""
+        for part in self.message.parts:
+            data = part.data
+            if (
+                isinstance(data, dict)
+                and data.get("kind") == "tool_response"
+                and (tool_call_id is None or data.get("tool_call_id") == tool_call_id)
+            ):
+                result = data.get("result")
+                return result if isinstance(result, dict) else {"status": "success", "data": result}
+        return None
 
     async def context_history(self) -> list[Message]:
         """The messages of the earlier tasks of this context (oldest first), then :attr:`history`.
@@ -164,8 +183,24 @@ class TaskUpdater:
         """Create the task if needed and move it to ``working``."""
         await self._run.start()
 
-    async def working(self, content: str | Sequence[Part] | Message | None = None) -> None:
-        """Report progress (state ``working``, optionally with a message)."""
+    async def working(
+        self,
+        content: str | Sequence[Part] | Message | None = None,
+        *,
+        progress: float | None = None,
+    ) -> None:
+        """Report progress (state ``working``, optionally with a message).
+
+        ``progress`` (0 to 1) is carried in the status message's metadata
+        (``{"progress": 0.75}``), which every binding forwards; the WebSocket
+        channel shows it as ``task_status_update.progress``.
+        """
+        if progress is not None:
+            if not 0.0 <= progress <= 1.0:
+                raise ValueError(f"progress must be between 0 and 1, not {progress!r}")
+            message = self.message("" if content is None else content)
+            metadata = {**(message.metadata or {}), PROGRESS_KEY: float(progress)}
+            content = msgspec.structs.replace(message, metadata=metadata)
         await self._run.set_status(TaskState.WORKING, content)
 
     async def artifact(
@@ -194,6 +229,27 @@ class TaskUpdater:
     async def require_input(self, content: str | Sequence[Part] | Message | None = None) -> None:
         """Ask the client for more input (``input-required``); then return from ``execute``."""
         await self._run.set_status(TaskState.INPUT_REQUIRED, content)
+
+    async def call_client_tool(
+        self, tool_id: str, params: dict[str, Any] | None = None, *, text: str | None = None
+    ) -> str:
+        """Ask the client to run a tool; returns the call id.  Then return from ``execute``.
+
+        The task goes ``input-required`` with a data part
+        ``{"kind": "tool_call", "tool_call_id", "tool_id", "params"}`` (visible over
+        every binding; the WebSocket sends it as a ``tool_call`` event).  The
+        client's answer continues the task with a message holding a data part
+        ``{"kind": "tool_response", "tool_call_id", "result": {"status", "data",
+        "error_message"}}``: read it in the next turn with
+        :meth:`RequestContext.tool_response`.
+        """
+        call_id = new_id()
+        call = {"kind": "tool_call", "tool_call_id": call_id, "tool_id": tool_id,
+                "params": dict(params or {})}  # fmt: skip
+        parts = [Part(text=text)] if text else []
+        parts.append(Part(data=call))
+        await self._run.set_status(TaskState.INPUT_REQUIRED, parts)
+        return call_id
 
     async def require_auth(self, content: str | Sequence[Part] | Message | None = None) -> None:
         """Ask the client to authenticate (``auth-required``); then return from ``execute``."""

@@ -34,15 +34,17 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Match, Mount, Route, compile_path
+from starlette.routing import BaseRoute, Match, Mount, Route, WebSocketRoute, compile_path
 from starlette.types import Scope
 
 from a2a_hub import metrics
 from a2a_hub._logging import configure_logging
 from a2a_hub.server import rest
 from a2a_hub.server.admin import ADMIN_ROUTES
+from a2a_hub.server.agui import ag_ui_run
 from a2a_hub.server.auth import ApiKeyMiddleware
 from a2a_hub.server.cards import agent_card, jwks, legacy_agent_card
+from a2a_hub.server.chat import chat_asset, chat_page
 from a2a_hub.server.conversations import context_messages
 from a2a_hub.server.errors import JSON
 from a2a_hub.server.extensions import ExtensionsMiddleware
@@ -53,6 +55,7 @@ from a2a_hub.server.jsonrpc import rpc
 from a2a_hub.server.metrics import MetricsMiddleware, metrics_endpoint
 from a2a_hub.server.retention import Retention
 from a2a_hub.server.shutdown import Drain
+from a2a_hub.server.ws import websocket_endpoint
 
 __all__ = [
     "AGENT_ROUTES",
@@ -119,6 +122,10 @@ AGENT_ROUTES: list[BaseRoute] = [
     Route("/tasks/{task_id}", rest.get_task, methods=["GET"]),
     Route("/extendedAgentCard", rest.extended_card, methods=["GET"]),
     Route("/contexts/{context_id}/messages", context_messages, methods=["GET"]),
+    WebSocketRoute("/ws", websocket_endpoint),
+    Route("/chat", chat_page, methods=["GET"]),
+    Route("/ag-ui", ag_ui_run, methods=["POST"]),
+    Route("/chat/{asset}", chat_asset, methods=["GET"]),
 ]
 
 

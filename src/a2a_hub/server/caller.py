@@ -31,13 +31,16 @@ raises an :class:`A2AError` the request is refused with the error's HTTP status
 and a protocol error body (:func:`a2a_hub.server.errors.error_reply`); no handler
 runs.  The agent id of the route is already in ``scope["path_params"]``
 (absent for the root alias, which serves the hub's default agent).  Only HTTP
-requests get a caller so far; a WebSocket route would extend the type check
-(and refuse with a ``websocket.close``).
+requests and WebSocket upgrades get a caller; a refused WebSocket upgrade is
+closed with code 1008 before it is accepted (the client sees HTTP 403).  A
+browser cannot set headers on a WebSocket: it sends its key in the query string
+or as a subprotocol ``a2a-key.<key>`` beside ``a2a-hub`` (``scope["subprotocols"]``),
+which ``identify`` may read (see :mod:`a2a_hub.server.ws`).
 """
 
 from __future__ import annotations
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
@@ -54,11 +57,14 @@ class CallerMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] in ("http", "websocket"):
             try:
                 caller = await self.identify(scope)
             except A2AError as err:
-                await error_reply(scope, err)(scope, receive, send)
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008, "reason": err.message})
+                else:
+                    await error_reply(scope, err)(scope, receive, send)
                 return
             state = scope.get("state")
             if state is None:
@@ -75,7 +81,7 @@ class CallerMiddleware:
         return ANONYMOUS
 
 
-def caller_of(request: Request) -> Caller:
+def caller_of(request: HTTPConnection) -> Caller:
     """The caller :class:`CallerMiddleware` found for this request.
 
     A route outside the middleware has no caller: that is a wiring bug, and it

@@ -176,6 +176,37 @@ class ServerSettings(Section):
             metavar="SECONDS",
         ),
     ] = 30.0
+    ws_max_frame_bytes: Annotated[
+        int,
+        setting(
+            "Largest WebSocket frame a client may send, in bytes (larger: an error event).",
+            ge=256,
+            metavar="BYTES",
+        ),
+    ] = 1024 * 1024
+    ws_max_sockets: Annotated[
+        int, setting("Open WebSockets allowed per agent.", ge=1, metavar="N")
+    ] = 1000
+    ws_max_sockets_per_key: Annotated[
+        int, setting("Open WebSockets allowed per API key.", ge=1, metavar="N")
+    ] = 20
+    ws_idle_timeout: Annotated[
+        float,
+        setting(
+            "Seconds without any client frame (ping included) after which a WebSocket is closed.",
+            gt=0,
+            metavar="SECONDS",
+        ),
+    ] = 120.0
+    ws_send_timeout: Annotated[
+        float,
+        setting(
+            "Seconds a WebSocket client may take to read an event before it is cut loose "
+            "(it resyncs from the log with sync_state).",
+            gt=0,
+            metavar="SECONDS",
+        ),
+    ] = 10.0
 
 
 class StoreSettings(Section):

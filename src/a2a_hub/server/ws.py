@@ -1,0 +1,597 @@
+"""The WebSocket event channel of seed 003 at ``/a2a/{agent_id}/ws``.
+
+One connection serves one client of one agent, as the caller
+:class:`~a2a_hub.server.caller.CallerMiddleware` found for the upgrade request.
+Client actions (JSON text frames, see :mod:`a2a_hub.server.ws_events`):
+
+* ``send_message`` starts or continues a task through ``engine.send_stream``;
+* ``cancel_task`` cancels through the engine (wherever the task runs);
+* ``ping`` is answered with ``pong`` (the client's timestamp echoed);
+* ``tool_response`` answers a tool call of a task waiting for it (the task
+  continues with a message holding the result); an unknown call id gets an
+  ``error`` event and nothing else happens;
+* ``sync_state`` replays, from the task log, exactly what the client missed
+  (``last_seq`` per task, or the task of ``last_message_id``), then follows the
+  tasks live; with nothing known it sends the current state of the open tasks.
+
+Each followed task is one :class:`~a2a_hub.engine.stream.TaskStream` (which
+catches up from the log when its buffer overflows); its events become server
+events through a :class:`~a2a_hub.server.ws_events.TaskView`, which drops any
+event whose seq was already sent.  Limits: frames over ``ws_max_frame_bytes``,
+bad JSON, unknown actions and wrong field types get an ``error`` event (the
+socket stays open, nothing is stored); ``ws_max_sockets`` per agent and
+``ws_max_sockets_per_key`` per API key; a client silent for ``ws_idle_timeout``
+seconds is closed; one that does not read an event within ``ws_send_timeout``
+seconds is cut loose (code 1013) and resyncs from the log when it comes back.
+
+API keys: the upgrade request goes through the same middleware as every HTTP
+request, so a key in a header, the query string or the ``Sec-WebSocket-Protocol``
+(browsers offer ``a2a-hub`` plus ``a2a-key.<key>``) is read by
+``CallerMiddleware.identify``; the server always answers with the ``a2a-hub``
+subprotocol when the client offers it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import Counter
+from typing import Any
+
+import msgspec
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from a2a_hub.engine.caller import Caller
+from a2a_hub.engine.engine import TaskEngine
+from a2a_hub.engine.stream import TaskStream
+from a2a_hub.protocol.errors import (
+    A2AError,
+    InvalidParamsError,
+    InvalidRequestError,
+    JSONParseError,
+    MethodNotFoundError,
+    PayloadTooLargeError,
+)
+from a2a_hub.protocol.types import (
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
+from a2a_hub.server.caller import caller_of
+from a2a_hub.server.errors import protocol_error
+from a2a_hub.server.hub import HostedAgent, Hub
+from a2a_hub.server.ws_events import (
+    TOOL_CALL_KIND,
+    TOOL_RESPONSE_KIND,
+    CancelTask,
+    ClientAction,
+    Ping,
+    Pong,
+    SendMessage,
+    ServerEvent,
+    SyncCompleted,
+    SyncState,
+    TaskView,
+    ToolResponseAction,
+    error_event,
+    tool_parts,
+)
+from a2a_hub.stores.base import TaskEvent
+
+__all__ = ["SUBPROTOCOL", "Connection", "websocket_endpoint"]
+
+log = logging.getLogger("a2a_hub.server.ws")
+
+#: The subprotocol the server selects when the client offers it.
+SUBPROTOCOL = "a2a-hub"
+#: Close codes.
+CLOSE_TRY_AGAIN = 1013
+CLOSE_POLICY = 1008
+CLOSE_GOING_AWAY = 1001
+
+_ACTIONS = {"send_message", "cancel_task", "ping", "tool_response", "sync_state"}
+_enc = msgspec.json.Encoder()
+
+
+class _Sockets:
+    """Open sockets per agent and per key (one per app)."""
+
+    def __init__(self) -> None:
+        self.agents: Counter[str] = Counter()
+        self.keys: Counter[str] = Counter()
+
+
+def _sockets(websocket: WebSocket) -> _Sockets:
+    state = websocket.app.state
+    found: _Sockets | None = getattr(state, "ws_sockets", None)
+    if found is None:
+        found = state.ws_sockets = _Sockets()
+    return found
+
+
+async def websocket_endpoint(websocket: WebSocket) -> None:
+    """``/a2a/{agent_id}/ws`` (and ``/ws`` for the default agent)."""
+    hub: Hub = websocket.app.state.hub
+    offered = websocket.scope.get("subprotocols") or []
+    subprotocol = SUBPROTOCOL if SUBPROTOCOL in offered else None
+    try:
+        agent_id = websocket.path_params.get("agent_id")
+        agent = hub.default_agent() if agent_id is None else hub.agent(agent_id)
+    except A2AError as err:
+        await websocket.accept(subprotocol)
+        await _send_error_and_close(websocket, err, CLOSE_POLICY)
+        return
+    caller = caller_of(websocket)
+    settings = hub.settings.server
+    sockets = _sockets(websocket)
+    key = caller.key_id or caller.principal
+    await websocket.accept(subprotocol)
+    if sockets.agents[agent.id] >= settings.ws_max_sockets or (
+        key is not None and sockets.keys[key] >= settings.ws_max_sockets_per_key
+    ):
+        limit = (
+            settings.ws_max_sockets
+            if sockets.agents[agent.id] >= settings.ws_max_sockets
+            else settings.ws_max_sockets_per_key
+        )
+        refusal = InvalidRequestError(
+            f"too many open WebSockets (limit {limit}); close one or try again later",
+            data={"limit": limit},
+        )
+        await _send_error_and_close(websocket, refusal, CLOSE_TRY_AGAIN)
+        return
+    sockets.agents[agent.id] += 1
+    if key is not None:
+        sockets.keys[key] += 1
+    try:
+        await Connection(websocket, hub, agent, caller).run()
+    finally:
+        sockets.agents[agent.id] -= 1
+        if key is not None:
+            sockets.keys[key] -= 1
+
+
+async def _send_error_and_close(websocket: WebSocket, err: A2AError, code: int) -> None:
+    with contextlib.suppress(Exception):
+        await websocket.send_text(_enc.encode(error_event(err)).decode())
+        await websocket.close(code, err.message[:120])
+
+
+class Connection:
+    """One client's WebSocket: its actions in, its tasks' events out."""
+
+    def __init__(self, websocket: WebSocket, hub: Hub, agent: HostedAgent, caller: Caller) -> None:
+        self.ws = websocket
+        self.hub = hub
+        self.agent = agent
+        self.engine: TaskEngine = agent.engine
+        self.caller = caller
+        settings = hub.settings.server
+        self.max_frame = settings.ws_max_frame_bytes
+        self.idle_timeout = settings.ws_idle_timeout
+        self.send_timeout = settings.ws_send_timeout
+        #: Task id -> what this connection sent of it.
+        self.views: dict[str, TaskView] = {}
+        #: Task id -> the asyncio task following it.
+        self.followers: dict[str, asyncio.Task[None]] = {}
+        self._send_lock = asyncio.Lock()
+        self._closed = False
+        #: Frames received, waiting for the worker.
+        self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue(64)
+
+    # --- sending ------------------------------------------------------------------
+
+    async def send(self, event: ServerEvent) -> None:
+        """Send one event; a client too slow to read it is cut loose."""
+        if self._closed:
+            return
+        data = _enc.encode(event).decode()
+        async with self._send_lock:
+            try:
+                await asyncio.wait_for(self.ws.send_text(data), self.send_timeout)
+            except TimeoutError:
+                log.info("WebSocket client too slow for %ss: cut loose", self.send_timeout)
+                await self.close(CLOSE_TRY_AGAIN, "too slow: reconnect and sync_state")
+            except (WebSocketDisconnect, RuntimeError, OSError):
+                self._closed = True
+
+    async def close(self, code: int, reason: str) -> None:
+        """Close the socket (once)."""
+        if not self._closed:
+            self._closed = True
+            with contextlib.suppress(Exception):
+                await self.ws.close(code, reason)
+
+    # --- the receive loop ---------------------------------------------------------
+
+    async def run(self) -> None:
+        """Serve actions until the client leaves, goes idle or is cut loose.
+
+        Frames are read here and run one after the other by a worker, so that a
+        client leaving is noticed at once even while an action is busy sending.
+        """
+        worker = asyncio.ensure_future(self._work())
+        try:
+            while not self._closed:
+                try:
+                    message = await asyncio.wait_for(self.ws.receive(), self.idle_timeout)
+                except TimeoutError:
+                    await self.close(CLOSE_GOING_AWAY, "idle timeout: send ping to stay connected")
+                    break
+                if message["type"] == "websocket.disconnect":
+                    self._closed = True
+                    break
+                data: str | bytes | None = message.get("text")
+                if data is None:
+                    data = message.get("bytes")
+                if data is None:
+                    continue
+                if self._inbox.full():
+                    await self.send(
+                        error_event(
+                            InvalidRequestError(
+                                f"more than {self._inbox.maxsize} actions wait; slow down"
+                            )
+                        )
+                    )
+                    continue
+                self._inbox.put_nowait(data)
+        except (WebSocketDisconnect, RuntimeError):
+            self._closed = True
+        finally:
+            self._closed = True
+            worker.cancel()
+            with contextlib.suppress(BaseException):
+                await worker
+            for follower in list(self.followers.values()):
+                follower.cancel()
+            for follower in list(self.followers.values()):
+                with contextlib.suppress(BaseException):
+                    await follower
+            if self.ws.application_state is not WebSocketState.DISCONNECTED:
+                with contextlib.suppress(Exception):
+                    await self.ws.close()
+
+    async def _work(self) -> None:
+        while True:
+            data = await self._inbox.get()
+            await self.handle_frame(data)
+
+    async def handle_frame(self, data: str | bytes) -> None:
+        """Decode and run one client frame; every failure becomes an ``error`` event."""
+        size = len(data.encode() if isinstance(data, str) else data)
+        if size > self.max_frame:
+            await self.send(
+                error_event(
+                    PayloadTooLargeError(
+                        f"frame of {size} bytes is over the limit of {self.max_frame} bytes",
+                        data={"limit": self.max_frame},
+                    )
+                )
+            )
+            return
+        try:
+            action = decode_action(data)
+        except A2AError as err:
+            await self.send(error_event(err))
+            return
+        try:
+            await self.dispatch(action)
+        except Exception as exc:
+            failure = protocol_error(exc, f"WebSocket {type(action).__name__}")
+            task_id = getattr(action, "task_id", None) or getattr(action, "global_task_id", None)
+            message_id = getattr(action, "message_id", None)
+            await self.send(error_event(failure, task_id=task_id, message_id=message_id))
+
+    async def dispatch(self, action: ClientAction) -> None:
+        """Run one decoded action."""
+        if isinstance(action, Ping):
+            await self.send(Pong(client_timestamp=action.client_timestamp))
+        elif isinstance(action, SendMessage):
+            await self.send_message(action)
+        elif isinstance(action, CancelTask):
+            await self.cancel_task(action.global_task_id)
+        elif isinstance(action, ToolResponseAction):
+            await self.tool_response(action)
+        else:
+            await self.sync_state(action)
+
+    # --- actions ------------------------------------------------------------------
+
+    async def send_message(self, action: SendMessage) -> None:
+        """Start or continue a task; its events follow on this socket."""
+        parts = list(action.parts or [])
+        if action.text is not None:
+            parts.insert(0, Part(text=action.text))
+        if not parts:
+            raise InvalidParamsError("send_message needs text or parts")
+        message = Message(
+            message_id=action.message_id,
+            role=Role.USER,
+            parts=parts,
+            context_id=action.context_id,
+            task_id=action.task_id,
+            metadata=action.metadata,
+        )
+        await self._send(SendMessageRequest(message=message), action.message_id)
+
+    async def _send(self, request: SendMessageRequest, message_id: str) -> None:
+        stream = await self.engine.send_stream(request, caller=self.caller)
+        view = self.views.get(stream.task_id)
+        if view is None:
+            view = self.views[stream.task_id] = TaskView(stream.task_id, message_id)
+        else:
+            view.message_id = message_id
+        # a continued task's stream starts with its snapshot, still in the old state:
+        # folded silently (the new turn's own statuses follow)
+        self._follow(stream, view, silent_snapshot=True)
+
+    async def cancel_task(self, task_id: str) -> None:
+        """Cancel through the engine; the events come on the task's stream, or as a snapshot."""
+        task = await self.engine.cancel_task(task_id, caller=self.caller)
+        follower = self.followers.get(task_id)
+        if follower is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(follower), 5.0)
+            return
+        await self._send_snapshot(task_id, task)
+
+    async def tool_response(self, action: ToolResponseAction) -> None:
+        """Continue the task waiting for this tool call with the client's result."""
+        task = await self._waiting_for(action.tool_call_id)
+        if task is None:
+            raise InvalidParamsError(
+                f"no task waits for tool call {action.tool_call_id!r}",
+                data={"toolCallId": action.tool_call_id},
+            )
+        result = msgspec.to_builtins(action.result)
+        part = Part(
+            data={"kind": TOOL_RESPONSE_KIND, "tool_call_id": action.tool_call_id, "result": result}
+        )
+        message = Message(
+            message_id=_new_id(),
+            role=Role.USER,
+            parts=[part],
+            context_id=task.context_id,
+            task_id=task.id,
+        )
+        await self._send(SendMessageRequest(message=message), message.message_id)
+
+    async def _waiting_for(self, call_id: str) -> Task | None:
+        """The task of this connection whose input-required status asks for ``call_id``."""
+        for task_id in list(self.views):
+            try:
+                task = await self.engine.get_task(task_id, 0, caller=self.caller)
+            except A2AError:
+                continue
+            if task.status.state is not TaskState.INPUT_REQUIRED:
+                continue
+            for data in tool_parts(task.status.message):
+                if data.get("kind") == TOOL_CALL_KIND and data.get("tool_call_id") == call_id:
+                    return task
+        return None
+
+    async def sync_state(self, action: SyncState) -> None:
+        """Replay what the client missed, then follow live; ``sync_completed`` at the end."""
+        positions = dict(action.last_seq or {})
+        if action.last_message_id and not positions:
+            found = await self._find_message(action.last_message_id, action.context_id)
+            if found is None:
+                raise InvalidParamsError(
+                    f"message {action.last_message_id!r} is not known here",
+                    data={"messageId": action.last_message_id},
+                )
+            positions[found[0]] = found[1]
+        if positions:
+            for task_id, after in positions.items():
+                await self._resume(task_id, after, action.last_message_id)
+        else:
+            for task in await self._open_tasks(action.context_id):
+                await self._resume_snapshot(task.id)
+        await self.send(
+            SyncCompleted(tasks={tid: view.last_seq for tid, view in self.views.items()})
+        )
+
+    # --- following tasks ------------------------------------------------------------
+
+    def _follow(self, stream: TaskStream, view: TaskView, *, silent_snapshot: bool = False) -> None:
+        old = self.followers.get(stream.task_id)
+        if old is not None and not old.done():
+            old.cancel()
+        snapshot_first = stream.after is None
+        follower = asyncio.ensure_future(
+            self._pump(stream, view, snapshot_first, silent_snapshot and snapshot_first)
+        )
+        self.followers[stream.task_id] = follower
+        task_id = stream.task_id
+        follower.add_done_callback(lambda f: self._forget(task_id, f))
+
+    def _forget(self, task_id: str, follower: asyncio.Future[None]) -> None:
+        if self.followers.get(task_id) is follower:
+            del self.followers[task_id]
+
+    async def _pump(
+        self, stream: TaskStream, view: TaskView, snapshot_first: bool, silent: bool
+    ) -> None:
+        first = snapshot_first
+        try:
+            async for event in stream:
+                if self._closed:
+                    return
+                snapshot, first = first, False
+                if snapshot and silent:
+                    if view.fresh(event):
+                        view.events(event, snapshot=True)
+                        view.message_id = _last_user_message_id(event) or view.message_id
+                    continue
+                await self._deliver(view, event, snapshot=snapshot)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            err = protocol_error(exc, f"WebSocket stream of task {stream.task_id}")
+            await self.send(error_event(err, task_id=stream.task_id, message_id=view.message_id))
+        finally:
+            stream.close()
+
+    async def _deliver(self, view: TaskView, event: TaskEvent, *, snapshot: bool = False) -> None:
+        if not view.fresh(event):
+            return
+        for out in view.events(event, snapshot=snapshot):
+            await self.send(out)
+
+    async def _send_snapshot(self, task_id: str, task: Task | None = None) -> None:
+        snap = await self.engine.log.snapshot(task_id)
+        view = self.views.get(task_id)
+        if view is None:
+            view = self.views[task_id] = TaskView(task_id)
+        if snap.seq > view.last_seq:
+            await self._deliver(view, snap, snapshot=True)
+
+    async def _resume(self, task_id: str, after: int, message_id: str | None) -> None:
+        """Replay the events of a task after ``after``, then follow it while it runs."""
+        await self.engine.get_task(task_id, 0, caller=self.caller)  # visibility first
+        view = self.views.get(task_id)
+        if view is None:
+            view = self.views[task_id] = TaskView(task_id, message_id)
+            await self._rebuild(view, after)
+        view.last_seq = max(view.last_seq, after)
+        if task_id in self.followers:
+            return  # followed live already: it skips what was sent
+        stream = await self.engine.subscribe(task_id, after, caller=self.caller)
+        while stream.ready:  # the replay that is at hand goes out before sync_completed
+            try:
+                event = await stream.next()
+            except StopAsyncIteration:
+                return
+            if event is not None:
+                await self._deliver(view, event)
+        self._follow(stream, view)
+
+    async def _resume_snapshot(self, task_id: str) -> None:
+        """Send a task's current state, and follow it if it runs."""
+        view = self.views.get(task_id)
+        if view is None:
+            view = self.views[task_id] = TaskView(task_id)
+        if task_id in self.followers:
+            return
+        try:
+            stream = await self.engine.subscribe(task_id, caller=self.caller)
+        except A2AError:
+            await self._send_snapshot(task_id)
+            return
+        self._follow(stream, view)
+
+    async def _rebuild(self, view: TaskView, upto: int) -> None:
+        """Fold the events up to ``upto`` into ``view`` silently (the reply so far)."""
+        after = 0
+        with contextlib.suppress(A2AError):
+            while after < upto:
+                page = await self.engine.log.read(view.task_id, after)
+                if not page:
+                    break
+                for event in page:
+                    if event.seq > upto:
+                        return
+                    view.events(event)
+                    after = event.seq
+
+    async def _find_message(
+        self, message_id: str, context_id: str | None
+    ) -> tuple[str, int] | None:
+        """(task id, seq before the event carrying ``message_id``) among the caller's tasks."""
+        page = await self.engine.list_tasks(
+            ListTasksRequest(context_id=context_id, page_size=100), caller=self.caller
+        )
+        live = [  # running tasks whose first events may not be written yet
+            run.snapshot()
+            for run in list(self.engine.runs.values())
+            if run.task is not None and self.caller.sees(run.owner)
+        ]
+        for task in [*live, *page.tasks]:
+            if not any(m.message_id == message_id for m in task.history or []):
+                continue
+            after = 0
+            while True:
+                events = await self.engine.log.read(task.id, after)
+                if not events:
+                    break
+                for event in events:
+                    payload = event.event
+                    if (
+                        payload.message is not None and payload.message.message_id == message_id
+                    ) or (
+                        payload.task is not None
+                        and any(m.message_id == message_id for m in payload.task.history or [])
+                    ):
+                        return task.id, event.seq - 1
+                    after = event.seq
+            return task.id, 0
+        return None
+
+    async def _open_tasks(self, context_id: str | None) -> list[Task]:
+        """The tasks still open: this connection's, or the caller's in ``context_id``."""
+        if context_id is None and self.views:
+            tasks = []
+            for task_id in self.views:
+                with contextlib.suppress(A2AError):
+                    tasks.append(await self.engine.get_task(task_id, 0, caller=self.caller))
+        else:
+            page = await self.engine.list_tasks(
+                ListTasksRequest(context_id=context_id, page_size=100, history_length=0),
+                caller=self.caller,
+            )
+            listed = {t.id for t in page.tasks}
+            tasks = [
+                *(
+                    run.snapshot()
+                    for run in list(self.engine.runs.values())
+                    if run.task is not None
+                    and run.task_id not in listed
+                    and self.caller.sees(run.owner)
+                    and (context_id is None or run.context_id == context_id)
+                ),
+                *page.tasks,
+            ]
+        return [t for t in tasks if not t.status.state.terminal]
+
+
+def decode_action(data: str | bytes) -> ClientAction:
+    """A client frame as an action, or the protocol error saying what is wrong with it."""
+    try:
+        raw: Any = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise JSONParseError(f"frame is not JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise InvalidRequestError("frame must be a JSON object with an 'action'")
+    name = raw.get("action")
+    if not isinstance(name, str):
+        raise InvalidRequestError("frame has no 'action' string")
+    if name not in _ACTIONS:
+        raise MethodNotFoundError(
+            f"unknown action {name!r}; actions: {', '.join(sorted(_ACTIONS))}",
+            data={"action": name},
+        )
+    try:
+        action: ClientAction = msgspec.convert(raw, ClientAction)
+    except msgspec.ValidationError as exc:
+        raise InvalidParamsError(f"{name}: {exc}", data={"action": name}) from None
+    return action
+
+
+def _last_user_message_id(event: TaskEvent) -> str | None:
+    task = event.event.task
+    if task is None:
+        return None
+    users = [m.message_id for m in task.history or [] if m.role is Role.USER]
+    return users[-1] if users else None
+
+
+def _new_id() -> str:
+    from a2a_hub.engine.state import new_id
+
+    return new_id()

@@ -1,0 +1,185 @@
+"""The browser chat page in Chromium (Debian's /usr/bin/chromium, driven by playwright).
+
+Skipped when Chromium or playwright is missing, except under CI=true, where that fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from a2a_hub import AgentExecutor, AgentSpec, Hub, RequestContext, Settings, TaskUpdater
+from tests.server.test_websocket import ToolAgent
+from tests.support.agents import ChattyExecutor, SlowExecutor
+from tests.support.hub import LiveServer
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+try:
+    from playwright.async_api import async_playwright
+except ImportError:  # pragma: no cover
+    async_playwright = None  # type: ignore[assignment]
+
+_missing = async_playwright is None or not os.path.exists(CHROMIUM)
+if _missing and os.environ.get("CI") == "true":
+    raise RuntimeError("browser tests need playwright and /usr/bin/chromium (make test installs)")
+pytestmark = pytest.mark.skipif(_missing, reason="needs playwright and /usr/bin/chromium")
+
+
+class Drip(AgentExecutor):
+    """Streams 30 chunks, one every 0.1 s."""
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        for i in range(30):
+            await updater.artifact(f"{i:06d}".ljust(8, "."), artifact_id="a", append=i > 0)
+            await asyncio.sleep(0.1)
+        await updater.complete()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    async with async_playwright() as p:
+        b = await p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield b
+        finally:
+            await b.close()
+
+
+@pytest.fixture
+async def server(hub_factory: Callable[..., Hub]) -> AsyncIterator[LiveServer]:
+    hub = hub_factory(
+        {
+            "echo": "echo",
+            "slow": SlowExecutor(),
+            "tool": ToolAgent(),
+            "chatty": ChattyExecutor(chunks=12, pause_every=1),
+        },
+        default_agent="echo",
+    )
+    async with LiveServer(hub) as live:
+        yield live
+
+
+async def test_page_is_served_with_its_assets(server: LiveServer) -> None:
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        page = await client.get("/a2a/echo/chat")
+        assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+        assert 'src="chat/chat.js"' in page.text and "http" not in page.text.replace(
+            "http-equiv", ""
+        )
+        assert (await client.get("/chat")).status_code == 200
+        js = await client.get("/a2a/echo/chat/chat.js")
+        assert js.status_code == 200 and "sync_state" in js.text
+        assert (await client.get("/a2a/echo/chat/chat.css")).status_code == 200
+        assert (await client.get("/a2a/echo/chat/other.txt")).status_code == 404
+        assert (await client.get("/a2a/nobody/chat")).status_code == 404
+
+
+async def _ask(page: Any, text: str) -> None:
+    await page.get_by_label("Message").fill(text)
+    await page.get_by_role("button", name="Send").click()
+
+
+async def test_type_a_message_and_see_the_reply(server: LiveServer, browser: Any) -> None:
+    page = await browser.new_page(viewport={"width": 375, "height": 700})
+    await page.goto(f"{server.url}/a2a/chatty/chat")
+    await page.wait_for_selector('#connection[data-state="open"]')
+    await _ask(page, "stream please")
+    await page.wait_for_selector("#log li.agent[data-done=true]")
+    reply = await page.locator("#log li.agent").inner_text()
+    assert reply == "".join(f"{i:06d}".ljust(8, ".") for i in range(12))
+    assert await page.locator("#status-text").inner_text() == "completed"
+    assert await page.locator("#log li.user").inner_text() == "stream please"
+    if os.environ.get("A2A_HUB_SCREENSHOT"):  # refreshes the README's picture
+        await page.screenshot(path=os.environ["A2A_HUB_SCREENSHOT"])
+
+
+async def test_answer_a_tool_call(server: LiveServer, browser: Any) -> None:
+    page = await browser.new_page()
+    await page.goto(f"{server.url}/a2a/tool/chat")
+    await page.wait_for_selector('#connection[data-state="open"]')
+    await _ask(page, "what time zone?")
+    await page.wait_for_selector("#log li.agent[data-done=true]")
+    zone = await page.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone")
+    assert await page.locator("#log li.agent").inner_text() == f"your zone is {zone}"
+    assert "time_zone" in await page.locator("#log li.tool").first.inner_text()
+
+
+async def test_cancel_a_task(server: LiveServer, browser: Any) -> None:
+    page = await browser.new_page()
+    await page.goto(f"{server.url}/a2a/slow/chat")
+    await page.wait_for_selector('#connection[data-state="open"]')
+    await _ask(page, "work")
+    cancel = page.get_by_role("button", name="Cancel")
+    await page.wait_for_selector("#cancel:not([disabled])")
+    await cancel.click()
+    await page.wait_for_function(
+        "() => document.getElementById('status-text').textContent.startsWith('canceled')"
+    )
+
+
+async def test_server_restart_mid_stream(browser: Any, tmp_path: Path) -> None:
+    """The server stops mid-stream; the page reconnects to the new one and shows each chunk once."""
+    store = f"sqlite:///{tmp_path}/hub.db"
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+
+    def make() -> LiveServer:
+        settings = Settings.from_flat(
+            agents=[AgentSpec(id="drip", kind="python", executor="x:y")], store=store
+        )
+        live = LiveServer(Hub(settings, executors={"drip": Drip()}))
+        live.sock.close()
+        live.sock = socket.socket()
+        live.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        live.sock.bind(("127.0.0.1", port))
+        live.url = f"http://127.0.0.1:{port}"
+        return live
+
+    first = make()
+    await first.__aenter__()
+    page = await browser.new_page()
+    await page.goto(f"{first.url}/a2a/drip/chat")
+    await page.wait_for_selector('#connection[data-state="open"]')
+    await _ask(page, "go")
+    await page.wait_for_function(
+        "() => document.querySelector('#log li.agent') && "
+        "document.querySelector('#log li.agent').textContent.length >= 8"
+    )
+    await first.__aexit__()
+    second = make()
+    await second.__aenter__()
+    try:
+        await page.wait_for_selector('#connection[data-state="open"]', timeout=20000)
+        await page.wait_for_function(
+            "() => ['completed', 'failed'].some(s => "
+            "document.getElementById('status-text').textContent.startsWith(s))",
+            timeout=20000,
+        )
+        text = await page.locator("#log li.agent").first.inner_text()
+        chunks = [text[i : i + 8] for i in range(0, len(text), 8)]
+        assert chunks == [f"{i:06d}".ljust(8, ".") for i in range(len(chunks))]
+        assert len(chunks) >= 1
+    finally:
+        await second.__aexit__()
+        await asyncio.sleep(0)

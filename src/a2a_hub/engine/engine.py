@@ -161,10 +161,13 @@ class TaskEngine:
         """``SubscribeToTask``: a snapshot then live events, or with ``after`` a replay first.
 
         Without ``after`` a terminal task is refused (UnsupportedOperation); with it, the
-        missed tail of any task is delivered and the stream ends if the task is not running.
+        missed tail of any task is delivered.  The stream stays open through interrupted
+        states (input-required, auth-required: the task is continued by a later message)
+        and ends at a terminal state (A2A 1.0 §3.1.6).
         """
         run = self._runs.get(task_id)
         stream = TaskStream(self.log, self.pubsub, task_id, after=after)
+        stream.until_terminal = True
         try:
             if run is not None and run.task is not None:
                 _check_sees(caller, run.owner, task_id)
@@ -172,7 +175,7 @@ class TaskEngine:
             else:
                 task, last, _ = await self._record(task_id, caller)
                 state = task.status.state
-                stream.finite = state.terminal or state.interrupted
+                stream.finite = state.terminal
             check_follow(task_id, state, last, after)
         except BaseException:
             stream.close()

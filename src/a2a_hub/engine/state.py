@@ -92,8 +92,13 @@ def apply_event(task: Task | None, event: StreamResponse) -> Task:
     * ``artifact_update`` adds or replaces the artifact with that id, or extends
       its parts when ``append`` is set.
     """
-    if event.task is not None:
-        return msgspec.structs.replace(event.task)
+    if event.task is not None:  # a copy: the event stays as it was numbered
+        first = event.task
+        return msgspec.structs.replace(
+            first,
+            history=None if first.history is None else list(first.history),
+            artifacts=None if first.artifacts is None else list(first.artifacts),
+        )
     if task is None:
         raise ValueError("the first event of a task log must be a task snapshot")
     if event.message is not None:

@@ -32,6 +32,7 @@ __all__ = [
     "TaskStream",
     "check_position",
     "ends_stream",
+    "ends_task",
     "is_internal",
 ]
 
@@ -39,6 +40,15 @@ __all__ = [
 def is_internal(event: StreamResponse) -> bool:
     """A client message appended to history: logged, but not something streams send."""
     return event.message is not None and event.message.role is Role.USER
+
+
+def ends_task(event: StreamResponse) -> bool:
+    """True for an event after which a task changes no more: a terminal status or snapshot."""
+    if event.status_update is not None:
+        return event.status_update.status.state.terminal
+    if event.task is not None:
+        return event.task.status.state.terminal
+    return False
 
 
 def ends_stream(event: StreamResponse) -> bool:
@@ -67,6 +77,7 @@ class TaskStream:
         "pubsub",
         "sub",
         "task_id",
+        "until_terminal",
     )
 
     def __init__(
@@ -91,6 +102,9 @@ class TaskStream:
         self._catching_up = False
         #: Set when nothing more can come (the task is not running): end once drained.
         self.finite = False
+        #: A subscription (``SubscribeToTask``) ends at a terminal state only; a send's
+        #: stream ends with its turn (an interrupted state included).
+        self.until_terminal = False
         pubsub.topic(task_id).add(self.sub)
 
     async def start(self, *, fresh: bool = False) -> TaskStream:
@@ -154,7 +168,7 @@ class TaskStream:
                 continue  # already delivered by the backlog
             if event.seq:
                 self.last = event.seq
-            if ends_stream(event.event):
+            if ends_task(event.event) if self.until_terminal else ends_stream(event.event):
                 self._done = True
                 self.close()
             return event

@@ -39,7 +39,7 @@ from a2a_hub.protocol.types import (
     Task,
     TaskPushNotificationConfig,
 )
-from a2a_hub.stores.base import Delivery, Store, StoredTask
+from a2a_hub.stores.base import Store, StoredTask
 
 __all__ = ["TaskEngine"]
 
@@ -92,14 +92,14 @@ class TaskEngine:
         if a task with that id exists, the message continues it.  ``extensions`` are
         the activated extensions (the executor's ``ctx.extensions``).
         """
-        run = await self._load_push(
+        run = await self.push.load(
             await self._runs.open(
                 request, new_task_id=new_task_id, caller=caller, extensions=extensions
             )
         )
         config = request.configuration
         if config is not None and config.task_push_notification_config is not None:
-            await self._register_inline(run, config.task_push_notification_config)
+            await self.push.register_inline(run, config.task_push_notification_config)
         history_length = config.history_length if config is not None else None
         if config is not None and config.return_immediately:
             run.ensure_task()
@@ -125,7 +125,7 @@ class TaskEngine:
         extensions: frozenset[str] = frozenset(),
     ) -> TaskRun:
         """Validate a send and prepare its run (not started): shared by send and stream."""
-        return await self._load_push(
+        return await self.push.load(
             await self._runs.open(
                 request, new_task_id=new_task_id, caller=caller, extensions=extensions
             )
@@ -140,14 +140,14 @@ class TaskEngine:
         extensions: frozenset[str] = frozenset(),
     ) -> TaskStream:
         """``SendStreamingMessage``: the events of the turn this message starts, live."""
-        run = await self._load_push(
+        run = await self.push.load(
             await self._runs.open(
                 request, new_task_id=new_task_id, caller=caller, extensions=extensions
             )
         )
         config = request.configuration
         if config is not None and config.task_push_notification_config is not None:
-            await self._register_inline(run, config.task_push_notification_config)
+            await self.push.register_inline(run, config.task_push_notification_config)
         run.ctx.streaming = True
         fresh = run.task is None  # else a continued task: from its snapshot, new message included
         stream = TaskStream(self.log, self.pubsub, run.task_id, after=0 if fresh else None)
@@ -256,48 +256,6 @@ class TaskEngine:
 
     # --- push notification configs --------------------------------------------------
 
-    async def _register_inline(self, run: TaskRun, config: TaskPushNotificationConfig) -> None:
-        """A config given with ``SendMessage``: checked first, stored once the task is.
-
-        On a new task it is the first config (no count to check) and every status change
-        follows, so no snapshot is queued; on a continued task it is a registration like
-        any other."""
-        await self.push.check(config)
-        fresh = run.task is None
-        run.ensure_task()
-        await run.flush()
-        if not fresh:
-            await self._registered(run.task_id, await self.push.set(run.task_id, config))
-            return
-        stored = await self.push.set(run.task_id, config, first=True)
-        run.push_configs = (stored.id or run.task_id,)
-        run.push_queued = self.push.queued
-
-    async def _registered(self, task_id: str, config: TaskPushNotificationConfig) -> None:
-        """A config was stored: a running task's run queues deliveries for it from now on,
-        and the config gets the task's snapshot first."""
-        run = self._runs.get(task_id)
-        if run is None or run.task is None or run.task.status.state.terminal:
-            return
-        config_id = config.id or task_id
-        if config_id not in run.push_configs:
-            run.push_configs = (*run.push_configs, config_id)
-        run.push_queued = self.push.queued
-        snapshot = Delivery(
-            agent_id=self.agent_id, task_id=task_id, config_id=config_id, seq=run.seq, snapshot=True
-        )
-        await self.store.add_deliveries([snapshot])
-        self.push.queued()
-
-    async def _load_push(self, run: TaskRun) -> TaskRun:
-        """A continued task's run learns its push configs (one read per turn, not per event)."""
-        if run.task is not None:
-            configs = await self.store.list_push_configs(self.agent_id, run.task_id)
-            if configs:
-                run.push_configs = tuple(c.id or run.task_id for c in configs)
-                run.push_queued = self.push.queued
-        return run
-
     async def _visible(self, task_id: str, caller: Caller) -> None:
         """Refuse (not found) a task that does not exist or ``caller`` may not see; a
         running task is written first, so that the store knows it."""
@@ -318,7 +276,7 @@ class TaskEngine:
         await self.push.check(config)
         await self._visible(task_id, caller)
         stored = await self.push.set(task_id, config)
-        await self._registered(task_id, stored)
+        await self.push.registered(self._runs.get(task_id), task_id, stored)
         return masked(stored)
 
     async def get_push_config(

@@ -19,10 +19,11 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
+from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.state import new_id
 from a2a_hub.protocol.errors import InvalidParamsError
 from a2a_hub.protocol.types import AuthenticationInfo, TaskPushNotificationConfig
-from a2a_hub.stores.base import Store
+from a2a_hub.stores.base import Delivery, Store
 
 __all__ = ["MASK", "MAX_CONFIGS_PER_TASK", "PushConfigs", "UrlCheck", "masked"]
 
@@ -94,3 +95,46 @@ class PushConfigs:
             )
         await self.store.set_push_config(self.agent_id, task_id, config)
         return config
+
+    async def register_inline(self, run: TaskRun, config: TaskPushNotificationConfig) -> None:
+        """A config given with ``SendMessage``: checked first, stored once the task is.
+
+        On a new task it is the first config (no count to check) and every status change
+        follows, so no snapshot is queued; on a continued task it is a registration like
+        any other."""
+        await self.check(config)
+        fresh = run.task is None
+        run.ensure_task()
+        await run.flush()
+        if not fresh:
+            await self.registered(run, run.task_id, await self.set(run.task_id, config))
+            return
+        stored = await self.set(run.task_id, config, first=True)
+        run.push_configs = (stored.id or run.task_id,)
+        run.push_queued = self.queued
+
+    async def registered(
+        self, run: TaskRun | None, task_id: str, config: TaskPushNotificationConfig
+    ) -> None:
+        """A config was stored: a running task's run (``run``, if it runs here) queues
+        deliveries for it from now on, and the config gets the task's snapshot first."""
+        if run is None or run.task is None or run.task.status.state.terminal:
+            return
+        config_id = config.id or task_id
+        if config_id not in run.push_configs:
+            run.push_configs = (*run.push_configs, config_id)
+        run.push_queued = self.queued
+        snapshot = Delivery(
+            agent_id=self.agent_id, task_id=task_id, config_id=config_id, seq=run.seq, snapshot=True
+        )
+        await self.store.add_deliveries([snapshot])
+        self.queued()
+
+    async def load(self, run: TaskRun) -> TaskRun:
+        """A continued task's run learns its push configs (one read per turn, not per event)."""
+        if run.task is not None:
+            configs = await self.store.list_push_configs(self.agent_id, run.task_id)
+            if configs:
+                run.push_configs = tuple(c.id or run.task_id for c in configs)
+                run.push_queued = self.queued
+        return run

@@ -25,7 +25,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.schema import CreateIndex, CreateTable
+
+from a2a_hub.stores.sql.schema import create_table
 
 __all__ = [
     "REGISTRY_SCHEMA_VERSION",
@@ -128,12 +129,6 @@ mcp_servers = Table(
 _TABLES = (api_keys, agents, conversations, messages, mcp_servers)
 
 
-async def _create(conn: AsyncConnection, table: Table) -> None:
-    await conn.execute(CreateTable(table, if_not_exists=True))
-    for index in sorted(table.indexes, key=lambda ix: str(ix.name)):
-        await conn.execute(CreateIndex(index, if_not_exists=True))
-
-
 # Upgrades, keyed by the version they produce; each runs inside the setup transaction.
 _MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {}
 
@@ -144,7 +139,7 @@ async def setup_registry_schema(conn: AsyncConnection, safe_url: str) -> None:
     dialect = conn.dialect.name
     if dialect == "postgresql":
         await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_SCHEMA_LOCK})
-    await _create(conn, meta)
+    await create_table(conn, meta)
     found_text = (
         await conn.execute(select(meta.c.value).where(meta.c.name == "schema"))
     ).scalar_one_or_none()
@@ -152,7 +147,7 @@ async def setup_registry_schema(conn: AsyncConnection, safe_url: str) -> None:
     insert = pg_dialect.insert if dialect == "postgresql" else sqlite_dialect.insert
     if found is None:
         for table in _TABLES:
-            await _create(conn, table)
+            await create_table(conn, table)
         rows = [
             {"name": "schema", "value": str(REGISTRY_SCHEMA_VERSION), "number": 0},
             {"name": "agents", "value": "", "number": 0},

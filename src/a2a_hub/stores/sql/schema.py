@@ -32,6 +32,7 @@ __all__ = [
     "EVENTS_CHANNEL",
     "SAVE_TASKS",
     "SCHEMA_VERSION",
+    "create_table",
     "events",
     "leases",
     "meta",
@@ -143,7 +144,8 @@ Index("ix_a2a_leases_expires", leases.c.expires_at)
 _DATA_TABLES = (tasks, events, push_configs, leases, push_outbox, meta)
 
 
-async def _create(conn: AsyncConnection, table: Table) -> None:
+async def create_table(conn: AsyncConnection, table: Table) -> None:
+    """Create ``table`` and its indexes unless they exist (the registry's schema uses it too)."""
     await conn.execute(CreateTable(table, if_not_exists=True))
     for index in sorted(table.indexes, key=lambda ix: str(ix.name)):
         await conn.execute(CreateIndex(index, if_not_exists=True))
@@ -151,7 +153,7 @@ async def _create(conn: AsyncConnection, table: Table) -> None:
 
 async def _add_leases(conn: AsyncConnection) -> None:
     """Version 2: leases of running tasks, for instances that share the store."""
-    await _create(conn, leases)
+    await create_table(conn, leases)
 
 
 async def _add_owner(conn: AsyncConnection) -> None:
@@ -249,8 +251,8 @@ async def _add_save_function(conn: AsyncConnection) -> None:
 
 async def _add_outbox(conn: AsyncConnection) -> None:
     """Version 5: the push notification outbox and the shared named values."""
-    await _create(conn, push_outbox)
-    await _create(conn, meta)
+    await create_table(conn, push_outbox)
+    await create_table(conn, meta)
 
 
 # Upgrades, keyed by the version they produce; each runs inside the setup transaction.
@@ -273,7 +275,7 @@ async def setup_schema(conn: AsyncConnection, safe_url: str) -> None:
     found = (await conn.execute(select(schema_version.c.version))).scalar_one_or_none()
     if found is None:
         for table in _DATA_TABLES:
-            await _create(conn, table)
+            await create_table(conn, table)
         await _add_save_function(conn)
         insert = pg_dialect.insert if dialect == "postgresql" else sqlite_dialect.insert
         await conn.execute(

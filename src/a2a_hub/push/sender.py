@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from a2a_hub import tracing
 from a2a_hub.push.urls import UnresolvedWebhookError, UnsafeWebhookError, WebhookPolicy
 
 __all__ = ["Outcome", "WebhookSender", "retry_after_seconds"]
@@ -74,13 +75,15 @@ class WebhookSender:
         target = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
         host_header = parts.netloc.rpartition("@")[2]
         extensions = {"sni_hostname": host} if parts.scheme.lower() == "https" else {}
+        sent = {**headers, "Host": host_header}
         try:
-            response = await self.client.post(
-                target,
-                content=body,
-                headers={**headers, "Host": host_header},
-                extensions=extensions,
-            )
+            with tracing.client_span("a2a.push.deliver", {"url.full": url}):
+                response = await self.client.post(
+                    target,
+                    content=body,
+                    headers=tracing.inject_headers(sent),
+                    extensions=extensions,
+                )
         except httpx.HTTPError as exc:
             return Outcome(ok=False, error=f"{type(exc).__name__}: {exc}".strip(": "))
         status = response.status_code

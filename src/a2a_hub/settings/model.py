@@ -167,6 +167,15 @@ class ServerSettings(Section):
         Literal["plain", "json"],
         setting("Application logs as plain text or JSON lines.", metavar="FORMAT"),
     ] = "plain"
+    tracing: Annotated[
+        Literal["off", "otlp", "console", "api"],
+        setting(
+            "OpenTelemetry tracing: off, otlp (to OTEL_EXPORTER_OTLP_ENDPOINT), console, or api "
+            "(spans to a tracer provider the embedding application set up); needs "
+            "a2a-hub[otel].",
+            metavar="MODE",
+        ),
+    ] = "off"
     graceful_timeout: Annotated[
         float,
         setting(

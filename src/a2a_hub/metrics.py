@@ -50,7 +50,9 @@ __all__ = [
     "STORE_FAILURES",
     "STORE_SECONDS",
     "STREAMS_OPEN",
+    "STREAM_CUT_LOOSE",
     "STREAM_EVENTS",
+    "STREAM_REPLAYED",
     "STREAM_SECONDS",
     "TASKS",
     "TASKS_ACTIVE",
@@ -228,6 +230,18 @@ STORE_SECONDS = FastHistogram(
     ["backend", "operation"],
     _FAST,
 )
+STREAM_REPLAYED = FastCounter(
+    "a2a_stream_events_replayed_total",
+    "Events a stream (SSE, gRPC, WebSocket sync) sent from the event log rather than live: "
+    "resumes after Last-Event-ID, and catching up after falling behind.",
+    [],
+)
+STREAM_CUT_LOOSE = FastCounter(
+    "a2a_stream_subscribers_cut_loose_total",
+    "Stream subscribers that fell too far behind the live events and were cut loose "
+    "(their buffer dropped; they catch up from the event log).",
+    [],
+)
 ERRORS = Counter(
     "a2a_errors_total",
     "Protocol errors answered, by binding and error code (JSON-RPC code).",
@@ -326,6 +340,18 @@ def run_ended(agent: str, began: float, task: Any) -> None:
         state = task.status.state
         label = _state_labels.get(state) or _state_labels.setdefault(state, state.label)
     TASKS.inc((agent, label))
+
+
+def stream_replayed(events: int) -> None:
+    """``events`` were read from the log for a stream (see :data:`STREAM_REPLAYED`)."""
+    if _enabled and events:
+        STREAM_REPLAYED.inc((), events)
+
+
+def stream_cut_loose() -> None:
+    """A subscriber was cut loose (see :data:`STREAM_CUT_LOOSE`)."""
+    if _enabled:
+        STREAM_CUT_LOOSE.inc(())
 
 
 def count_error(binding: str, code: int, reason: str) -> None:

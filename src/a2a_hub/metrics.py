@@ -293,8 +293,8 @@ LLM_TOKENS = Counter(
 )
 TOOL_CALLS = Counter(
     "a2a_tool_calls_total",
-    "Tool calls made by LLM agents, by agent and tool.",
-    ["agent", "tool"],
+    "Tool calls made by LLM agents, by tool and outcome (ok, error).",
+    ["tool", "outcome"],
     registry=REGISTRY,
 )
 
@@ -375,6 +375,12 @@ def llm_call(provider: str, outcome: str, seconds: float) -> None:
     if _enabled:
         LLM_CALLS.labels(provider, outcome).inc()
         LLM_SECONDS.labels(provider).observe(seconds)
+
+
+def tool_called(tool: str, ok: bool) -> None:
+    """Count one tool call of an LLM agent and how it ended."""
+    if _enabled:
+        TOOL_CALLS.labels(tool, "ok" if ok else "error").inc()
 
 
 def llm_tokens(provider: str, prompt: object, completion: object) -> None:

@@ -170,9 +170,7 @@ class ServerSettings(Section):
     tracing: Annotated[
         Literal["off", "otlp", "console", "api"],
         setting(
-            "OpenTelemetry tracing: off, otlp (to OTEL_EXPORTER_OTLP_ENDPOINT), console, or api "
-            "(spans to a tracer provider the embedding application set up); needs "
-            "a2a-hub[otel].",
+            "OpenTelemetry spans (a2a-hub[otel]): off, otlp, console, or api (your provider).",
             metavar="MODE",
         ),
     ] = "off"

@@ -45,6 +45,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from a2a_hub.engine.caller import Caller
 from a2a_hub.engine.engine import TaskEngine
 from a2a_hub.engine.stream import TaskStream
+from a2a_hub.protocol import fieldnames
 from a2a_hub.protocol.errors import (
     A2AError,
     InvalidParamsError,
@@ -96,6 +97,7 @@ CLOSE_GOING_AWAY = 1001
 
 _ACTIONS = {"send_message", "cancel_task", "ping", "tool_response", "sync_state"}
 _enc = msgspec.json.Encoder()
+_any_dec = msgspec.json.Decoder()
 
 
 class _Sockets:
@@ -563,7 +565,9 @@ class Connection:
 def decode_action(data: str | bytes) -> ClientAction:
     """A client frame as an action, or the protocol error saying what is wrong with it."""
     try:
-        raw: Any = msgspec.json.decode(data)
+        raw: Any = fieldnames.decode_with(
+            _any_dec, data if isinstance(data, bytes) else data.encode()
+        )
     except msgspec.DecodeError as exc:
         raise JSONParseError(f"frame is not JSON: {exc}") from None
     if not isinstance(raw, dict):

@@ -194,3 +194,27 @@ class Drip(AgentExecutor):
             await updater.artifact(f"{i:06d}".ljust(8, "."), artifact_id="a", append=i > 0)
             await asyncio.sleep(self.interval)
         await updater.complete()
+
+
+class Tap(AgentExecutor):
+    """Streams numbered chunks, one every ``interval`` seconds, until ``stop`` is set.
+
+    The task lasts as long as the test needs it (not as long as a machine takes to get
+    somewhere), then completes; ``chunks`` is how many it wrote.
+    """
+
+    def __init__(self, interval: float = 0.002, limit: int = 200_000) -> None:
+        self.interval = float(interval)
+        self.limit = int(limit)
+        self.stop = asyncio.Event()
+        self.chunks = 0
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        self.chunks = 0
+        while not self.stop.is_set() and self.chunks < self.limit:
+            first = self.chunks == 0
+            await updater.artifact(f"{self.chunks:06d}.", artifact_id="t", append=not first)
+            self.chunks += 1
+            await asyncio.sleep(self.interval)
+        await updater.complete()

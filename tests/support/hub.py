@@ -49,7 +49,8 @@ class LiveServer:
         self.sock.bind(("127.0.0.1", port))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(create_app(hub), log_level="warning", lifespan="on")
+        self.app = create_app(hub)
+        config = uvicorn.Config(self.app, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)
 
     async def __aenter__(self) -> LiveServer:

@@ -193,7 +193,12 @@ class Connection:
         data = _enc.encode(event).decode()
         async with self._send_lock:
             try:
-                await asyncio.wait_for(self.ws.send_text(data), self.send_timeout)
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the result
+                # of a send that finished as the connection's tasks were being canceled,
+                # swallowing the cancellation, and the worker then waited for the next
+                # frame of a client long gone (the socket was never released)
+                async with asyncio.timeout(self.send_timeout):
+                    await self.ws.send_text(data)
             except TimeoutError:
                 log.info("WebSocket client too slow for %ss: cut loose", self.send_timeout)
                 await self.close(CLOSE_TRY_AGAIN, "too slow: reconnect and sync_state")
@@ -219,7 +224,8 @@ class Connection:
         try:
             while not self._closed:
                 try:
-                    message = await asyncio.wait_for(self.ws.receive(), self.idle_timeout)
+                    async with asyncio.timeout(self.idle_timeout):
+                        message = await self.ws.receive()
                 except TimeoutError:
                     await self.close(CLOSE_GOING_AWAY, "idle timeout: send ping to stay connected")
                     break
@@ -258,7 +264,7 @@ class Connection:
                     await self.ws.close()
 
     async def _work(self) -> None:
-        while True:
+        while not self._closed:
             data = await self._inbox.get()
             await self.handle_frame(data)
 
@@ -336,8 +342,9 @@ class Connection:
         task = await self.engine.cancel_task(task_id, caller=self.caller)
         follower = self.followers.get(task_id)
         if follower is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(asyncio.shield(follower), 5.0)
+            # its last events go out before the next action runs (never swallowing a
+            # cancellation of this worker, so a closed connection still ends)
+            await asyncio.wait([follower], timeout=5.0)
             return
         await self._send_snapshot(task_id, task)
 

@@ -55,3 +55,35 @@ def iso(value: str) -> datetime:
 
 async def send(ws: Any, **frame: Any) -> None:
     await ws.send(json.dumps(frame))
+
+
+class Reader:
+    """What a resuming client keeps: the newest seq, and the (seq, event) pairs it has.
+
+    One task event can become several socket events with the same seq, so the client
+    resumes after the seq *before* its newest and skips the pairs it already has.
+    """
+
+    def __init__(self) -> None:
+        self.newest = 0
+        self.seen: set[tuple[int, str]] = set()
+        self.chunks: list[str] = []
+        self.task_id = ""
+
+    def take(self, event: dict[str, Any]) -> None:
+        if event["event"] in ("sync_completed", "pong"):
+            return
+        assert event["event"] != "error", event
+        self.task_id = self.task_id or event["task_id"]
+        key = (event["seq"], event["event"])
+        if key in self.seen:
+            assert event["seq"] == self.newest  # only the boundary group comes again
+            return
+        assert event["seq"] >= self.newest, (event["seq"], self.newest)  # in order
+        self.seen.add(key)
+        self.newest = event["seq"]
+        if event["event"] == "content_stream":
+            self.chunks.append(event["chunk"])
+
+    def resume(self) -> dict[str, Any]:
+        return {"action": "sync_state", "last_seq": {self.task_id: max(self.newest - 1, 0)}}

@@ -238,6 +238,9 @@ class Connection:
         self.followers: dict[str, asyncio.Task[None]] = {}
         self._send_lock = asyncio.Lock()
         self._closed = False
+        self._close_sent = False
+        #: The timeout of the reader's pending receive (cutting a client loose ends it).
+        self._receiving: asyncio.Timeout | None = None
         #: Frames received, waiting for the worker.
         self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue(64)
 
@@ -263,11 +266,24 @@ class Connection:
                 self._closed = True
 
     async def close(self, code: int, reason: str) -> None:
-        """Close the socket (once)."""
-        if not self._closed:
-            self._closed = True
-            with contextlib.suppress(Exception):
+        """Close the socket (once) and end the connection.
+
+        The close frame waits for room in the socket like any frame: a client that does
+        not read may never make room, so the attempt is bounded by ``ws_send_timeout``;
+        then the reader's pending receive is ended, the connection released, and the
+        server drops the transport (the client, if it ever reads, sees the socket end
+        without a close frame).
+        """
+        self._closed = True
+        if self._close_sent:
+            return
+        self._close_sent = True
+        with contextlib.suppress(Exception):  # TimeoutError included: give up on the frame
+            async with asyncio.timeout(self.send_timeout):
                 await self.ws.close(code, reason)
+        if self._receiving is not None:
+            with contextlib.suppress(RuntimeError):  # already expiring
+                self._receiving.reschedule(0)
 
     # --- the receive loop ---------------------------------------------------------
 
@@ -281,11 +297,16 @@ class Connection:
         try:
             while not self._closed:
                 try:
-                    async with asyncio.timeout(self.idle_timeout):
+                    async with asyncio.timeout(self.idle_timeout) as self._receiving:
                         message = await self.ws.receive()
                 except TimeoutError:
-                    await self.close(CLOSE_GOING_AWAY, "idle timeout: send ping to stay connected")
+                    if not self._closed:  # else: cut loose while waiting
+                        await self.close(
+                            CLOSE_GOING_AWAY, "idle timeout: send ping to stay connected"
+                        )
                     break
+                finally:
+                    self._receiving = None
                 if message["type"] == "websocket.disconnect":
                     self._closed = True
                     break
@@ -316,9 +337,11 @@ class Connection:
             for follower in list(self.followers.values()):
                 with contextlib.suppress(BaseException):
                     await follower
-            if self.ws.application_state is not WebSocketState.DISCONNECTED:
-                with contextlib.suppress(Exception):
-                    await self.ws.close()
+            if (
+                not self._close_sent
+                and self.ws.application_state is not WebSocketState.DISCONNECTED
+            ):
+                await self.close(1000, "")
 
     async def _work(self) -> None:
         while not self._closed:

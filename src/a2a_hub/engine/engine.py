@@ -32,6 +32,7 @@ from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.runs import Runs
 from a2a_hub.engine.state import trim_history
 from a2a_hub.engine.stream import TaskStream
+from a2a_hub.protocol.errors import PermissionDeniedError
 from a2a_hub.protocol.types import (
     ListTasksRequest,
     ListTasksResponse,
@@ -95,6 +96,7 @@ class TaskEngine:
         if a task with that id exists, the message continues it.  ``extensions`` are
         the activated extensions (the executor's ``ctx.extensions``).
         """
+        _check_invoke(caller)
         run = await self.push.load(
             await self._runs.open(
                 request, new_task_id=new_task_id, caller=caller, extensions=extensions
@@ -128,6 +130,7 @@ class TaskEngine:
         extensions: frozenset[str] = frozenset(),
     ) -> TaskRun:
         """Validate a send and prepare its run (not started): shared by send and stream."""
+        _check_invoke(caller)
         return await self.push.load(
             await self._runs.open(
                 request, new_task_id=new_task_id, caller=caller, extensions=extensions
@@ -143,6 +146,7 @@ class TaskEngine:
         extensions: frozenset[str] = frozenset(),
     ) -> TaskStream:
         """``SendStreamingMessage``: the events of the turn this message starts, live."""
+        _check_invoke(caller)
         run = await self.push.load(
             await self._runs.open(
                 request, new_task_id=new_task_id, caller=caller, extensions=extensions
@@ -243,6 +247,7 @@ class TaskEngine:
 
     async def cancel_task(self, task_id: str, *, caller: Caller = ANONYMOUS) -> Task:
         """``CancelTask``: stop the executor if it runs, and end the task ``canceled``."""
+        _check_invoke(caller)
         run = self._runs.get(task_id)
         if run is not None and run.task is not None and not run.task.status.state.terminal:
             _check_sees(caller, run.owner, task_id)
@@ -282,6 +287,7 @@ class TaskEngine:
     ) -> TaskPushNotificationConfig:
         """``CreateTaskPushNotificationConfig`` for ``config.task_id`` (an id is given if it
         has none); returns the stored config, masked."""
+        _check_invoke(caller)
         task_id = config.task_id or ""
         await self.push.check(config)
         await self._visible(task_id, caller)
@@ -310,6 +316,7 @@ class TaskEngine:
         self, task_id: str, config_id: str, *, caller: Caller = ANONYMOUS
     ) -> None:
         """``DeleteTaskPushNotificationConfig``; deleting an unknown config is not found."""
+        _check_invoke(caller)
         await self._visible(task_id, caller)
         if not await self.store.delete_push_config(self.agent_id, task_id, config_id):
             raise not_found(task_id, f"it has no push notification config {config_id!r}")
@@ -324,6 +331,14 @@ class TaskEngine:
         await self.flusher.close()
         await self._runs.stop()
         self.pubsub.close()
+
+
+def _check_invoke(caller: Caller) -> None:
+    if not caller.may_invoke:
+        raise PermissionDeniedError(
+            "This API key may read tasks but not call the agent: it needs the invoke scope",
+            data={"scopes": sorted(caller.scopes)},
+        )
 
 
 def _check_sees(caller: Caller, owner: str | None, task_id: str) -> None:

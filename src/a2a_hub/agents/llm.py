@@ -2,7 +2,11 @@
 
 Every turn sends the instruction (as the system message), the messages of the
 earlier tasks of the same context and of this task, and the new message to the
-provider.  When the client streams, the reply is streamed as chunks of one
+provider.  When the hub keeps conversations (it has a registry), the earlier messages
+come from the conversation store, which holds every message of the context in order
+(immediate replies too, and turns whose tasks were deleted since), merged with the
+tasks' messages not recorded yet; only the conversation of the task's owner is used.
+When the client streams, the reply is streamed as chunks of one
 artifact; either way the task completes with the whole reply as its message, so
 it is in the history of the next turn.  A provider that keeps failing (timeouts,
 429, 5xx, after its retries) fails the task with the provider's message.
@@ -202,7 +206,8 @@ class LLMExecutor(AgentExecutor):
         self.tool_timeout = None if tool_timeout in (None, "") else float(tool_timeout)
         self.exit_tool = _flag(exit_tool)
         self.tool_names = {str(t) for t in listed(tools)} or None
-        self.servers = [self._server(ref, links or HubLinks()) for ref in listed(mcp_servers)]
+        self.links = links or HubLinks()
+        self.servers = [self._server(ref, self.links) for ref in listed(mcp_servers)]
         self.client_tools = {t.name: t for t in map(_client_tool, listed(client_tools))}
         if self.uses_tools and provider_class(provider).name == "embedded":
             from a2a_hub.llm.embedded import NO_TOOLS
@@ -268,9 +273,22 @@ class LLMExecutor(AgentExecutor):
         """What the model is sent for a conversation (override to shape prompts)."""
         return chat_messages(self.instruction, history, limit=self.history_turns)
 
+    async def history(self, ctx: RequestContext) -> list[Message]:
+        """The conversation so far: the recorded one (when the hub keeps conversations),
+        then the messages of the context's tasks it does not hold yet (the recorder
+        writes a moment after each event), the incoming message last."""
+        tasks = await ctx.context_history()
+        recorded = await self.links.conversations(
+            ctx.agent_id, ctx.context_id, ctx.owner, max(self.history_turns * 4, 50)
+        )
+        if not recorded:
+            return tasks
+        seen = {m.message_id for m in recorded}
+        return [*recorded, *(m for m in tasks if m.message_id not in seen)]
+
     async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         await updater.start()
-        messages = self.messages_for(await ctx.context_history())
+        messages = self.messages_for(await self.history(ctx))
         provider_name = self.provider.name
         began = time.perf_counter()
         if self.uses_tools:

@@ -84,6 +84,8 @@ class RequestContext:
     extras: dict[str, Any] = field(default_factory=dict)
     #: Loads the earlier tasks of the context (set by the engine).
     context_loader: Callable[[], Awaitable[list[Task]]] | None = None
+    #: The principal whose task this is (``None``: anonymous), set by the engine.
+    owner: str | None = None
 
     @property
     def text(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -217,6 +218,19 @@ async def test_cancel_during_a_sequential_run_reaches_the_running_child(hub: Hub
     assert await tasks_of(hub, "finisher") == []  # the chain stopped there
 
 
+async def test_cancel_of_a_chain_paused_on_a_question_cancels_the_waiting_child(
+    hub: Hub,
+) -> None:
+    first = await send(hub, "chain", "hello")
+    assert first.status.state is TaskState.INPUT_REQUIRED
+    [waiting] = await tasks_of(hub, "interview")
+    assert waiting.status.state is TaskState.INPUT_REQUIRED
+    canceled = await hub.agents["chain"].engine.cancel_task(first.id)
+    assert canceled.status.state is TaskState.CANCELED
+    [child] = await tasks_of(hub, "interview")
+    assert child.id == waiting.id and child.status.state is TaskState.CANCELED
+
+
 async def test_loop_runs_until_max_iterations(hub: Hub) -> None:
     task = await send(hub, "refine", "draft")
     assert task.status.state is TaskState.COMPLETED
@@ -347,3 +361,21 @@ async def test_a_sequential_chain_with_a_remote_child_over_http(remote: str) -> 
         third = await conversation.send("the grail")
         assert isinstance(third, Task) and third.status.state is TaskState.COMPLETED
         assert artifacts(third)["interview"] == "name=Lancelot quest=the grail"
+
+
+async def test_cancel_of_a_paused_chain_reaches_its_waiting_remote_child(remote: str) -> None:
+    hub = make_hub({"echo": "echo", "mixed": f"sequential?children=echo,{remote}/a2a/interview"})
+    async with (
+        LiveServer(hub) as live,
+        await A2AClient.connect(f"{live.url}/a2a/mixed") as c,
+        await A2AClient.connect(f"{remote}/a2a/interview") as direct,
+    ):
+        first = await Conversation(c).send("hello")
+        assert isinstance(first, Task) and first.status.state is TaskState.INPUT_REQUIRED
+        found = re.search(r"\[task=(\S+) ", status_text(first))
+        assert found is not None
+        remote_task = found.group(1)
+        assert (await direct.get_task(remote_task)).status.state is TaskState.INPUT_REQUIRED
+        canceled = await c.cancel_task(first.id)
+        assert canceled.status.state is TaskState.CANCELED
+        assert (await direct.get_task(remote_task)).status.state is TaskState.CANCELED

@@ -14,7 +14,8 @@ of that agent, visible at its ``/a2a/{id}``); remote ones through our A2A client
 :mod:`a2a_hub.agents.peer`).  While a composite runs, a ``working`` status says which
 child is working (message metadata ``child``, ``step``, ``iteration``) and the children's
 own progress messages pass through (metadata ``child``).  Every child's result becomes an
-artifact named after the child.  Cancelling the composite cancels every running child.
+artifact named after the child.  Cancelling the composite cancels every running child, and
+the child a paused chain waits on.
 
 * ``sequential`` — each child gets the previous child's output (the first gets the
   client's message).  A child that asks for input pauses the chain: the composite asks the
@@ -50,9 +51,9 @@ from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.peer import LocalPeer, Outcome, Peer, PeerError, RemotePeer, run_turn
 from a2a_hub.agents.remote import flag
 from a2a_hub.client import user_message
-from a2a_hub.engine.caller import ANONYMOUS
+from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater
-from a2a_hub.protocol.types import Message, Part, StreamResponse, TaskState
+from a2a_hub.protocol.types import Message, Part, StreamResponse, Task, TaskState
 
 __all__ = [
     "MEMO",
@@ -161,6 +162,9 @@ class CompositeExecutor(AgentExecutor):
 
     def peer(self, child: ChildSpec, ctx: RequestContext) -> Peer:
         """The peer of a child (a hosted agent looked up now, or a remote one)."""
+        return self._peer(child, ctx.agent_id, getattr(ctx, "caller", ANONYMOUS))
+
+    def _peer(self, child: ChildSpec, agent_id: str | None, caller: Caller) -> Peer:
         if child.url is not None:
             remote = self._remotes.get(child.name)
             if remote is None:
@@ -174,13 +178,13 @@ class CompositeExecutor(AgentExecutor):
                 )
             return remote
         assert child.agent is not None
-        if child.agent == ctx.agent_id:
-            raise PeerError(f"agent {ctx.agent_id!r} cannot be its own child")
+        if child.agent == agent_id:
+            raise PeerError(f"agent {agent_id!r} cannot be its own child")
         engine = self.links.agents(child.agent)
         if engine is None:
             known = ", ".join(self.links.agent_ids()) or "none"
             raise PeerError(f"no hosted agent {child.agent!r} (agents here: {known})")
-        return LocalPeer(child.name, engine, getattr(ctx, "caller", ANONYMOUS))
+        return LocalPeer(child.name, engine, caller)
 
     async def child_turn(
         self,
@@ -253,6 +257,20 @@ class CompositeExecutor(AgentExecutor):
         self._canceling.add(ctx.task_id)
         running = list(self._running.get(ctx.task_id, {}).values())
         await asyncio.gather(*(self._cancel_child(p, t) for p, t in running))
+
+    async def cancel_waiting(self, task: Task) -> None:
+        """The composite's task, paused on a child's question, was canceled: cancel the
+        child task that waits (named in the question's metadata)."""
+        memo = recall([task.status.message], MEMO) if task.status.message else None
+        pending = (memo or {}).get("pending") or {}
+        child = next((c for c in self.children if c.name == pending.get("child")), None)
+        if child is None or not pending.get("taskId"):
+            return
+        try:
+            peer = self._peer(child, None, ANONYMOUS)
+        except PeerError:
+            return  # the child agent is gone: nothing waits any more
+        await self._cancel_child(peer, str(pending["taskId"]))
 
     def finish(self, ctx: RequestContext) -> None:
         """Forget the task's bookkeeping (call when ``execute`` ends)."""

@@ -16,6 +16,7 @@ the answer for an unknown task, before anything could reveal that it exists.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
@@ -41,6 +42,8 @@ from a2a_hub.protocol.types import (
 )
 from a2a_hub.stores.base import Store, StoredTask
 from a2a_hub.stores.coordinator import PUSH_CONFIG_SIGNAL, Signal
+
+log = logging.getLogger("a2a_hub.engine")
 
 __all__ = ["TaskEngine"]
 
@@ -246,7 +249,7 @@ class TaskEngine:
             _check_sees(caller, run.owner, task_id)
             return await run.cancel()
         record = await self._record(task_id, caller)
-        return await cancel_stored_task(
+        task = await cancel_stored_task(
             self.store,
             self.agent_id,
             record,
@@ -254,6 +257,13 @@ class TaskEngine:
             instance=self.cluster,
             wait=self.cancel_wait,
         )
+        if record.task.status.state.interrupted:
+            # no execute runs to be told: the executor hears of it through its hook
+            try:
+                await self.executor.cancel_waiting(record.task)
+            except Exception:
+                log.exception("cancel_waiting of agent %s, task %s", self.agent_id, task_id)
+        return task
 
     # --- push notification configs --------------------------------------------------
 

@@ -25,6 +25,10 @@ fails the task with a message saying which rule):
 * ``cancel`` is called when a client cancels the task while ``execute`` runs;
   the engine then cancels ``execute`` (asyncio cancellation) and marks the task
   ``canceled``.  Override ``cancel`` to stop work that asyncio cannot reach.
+* ``cancel_waiting`` is called after a client canceled a task that waited for input
+  or auth (no ``execute`` runs then, so ``cancel`` is not called), with the task as it
+  was stored: stop work held elsewhere there (the ``remote`` kind cancels the remote
+  task it waits on).  The local cancel stands whatever it does; errors are logged.
 * ``close`` is called once when the hub stops serving the executor (the hub closes,
   or the agent is removed and its last task has ended): release connections there.
 """
@@ -290,6 +294,10 @@ class AgentExecutor(ABC):
 
     async def cancel(self, ctx: RequestContext, updater: TaskUpdater) -> None:  # noqa: B027
         """Called when a client cancels the task while ``execute`` runs (optional)."""
+
+    async def cancel_waiting(self, task: Task) -> None:  # noqa: B027 - optional hook
+        """Called after a client canceled ``task``, which waited for input or auth (no
+        ``execute`` running); ``task`` is as it was stored, interrupted (optional)."""
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release what the executor holds (connections); called once, when its hub stops

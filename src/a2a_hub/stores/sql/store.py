@@ -178,6 +178,7 @@ def _claim(dialect: str) -> Any:
         .returning(*_OUTBOX_COLUMNS)
     )
 
+
 _FINISH = delete(push_outbox).where(*_ob_key)
 _DELETE_OUTBOX = delete(push_outbox).where(
     _ob.agent_id == bindparam("p_agent", type_=String),

@@ -280,16 +280,17 @@ class Dispatcher:
     async def _send(
         self, config: TaskPushNotificationConfig, d: Delivery, body: bytes, content_type: str
     ) -> Outcome:
+        delivery_id = d.id
         token = self.keys.sign(
             issuer=self.issuer(d.agent_id),
             audience=config.url,
-            jti=d.id,
+            jti=delivery_id,
             task_id=d.task_id,
             body=body,
         )
         headers = {
             "Content-Type": content_type,
-            "X-A2A-Notification-Id": d.id,
+            "X-A2A-Notification-Id": delivery_id,
             "X-A2A-Event-Seq": str(d.seq),
             "X-A2A-Notification-JWT": token,
         }

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import ssl
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from a2a_hub.push.urls import UnresolvedWebhookError, UnsafeWebhookError, WebhookPolicy
@@ -31,8 +33,10 @@ from a2a_hub.push.urls import UnresolvedWebhookError, UnsafeWebhookError, Webhoo
 __all__ = ["Connections", "Outcome", "WebhookSender", "retry_after_seconds"]
 
 DEFAULT_TIMEOUT = 10.0
-#: Idle connections kept per receiver.
-MAX_IDLE = 32
+#: Idle connections kept per receiver (as many as the dispatcher may send at once).
+MAX_IDLE = 128
+#: Seconds a host name's checked address is reused (a literal address: always).
+RESOLVED_TTL = 10.0
 #: A larger (ignored) response body is not read: the connection is closed instead.
 MAX_BODY = 1 << 20
 
@@ -205,6 +209,13 @@ async def _read_body(reader: asyncio.StreamReader, status: int, headers: dict[st
     return True
 
 
+class _Target(NamedTuple):
+    """A checked webhook URL: its pool key and the first lines of its requests."""
+
+    key: _Key
+    head: bytes
+
+
 class WebhookSender:
     """POSTs notification bodies to webhooks over pooled keep-alive connections."""
 
@@ -212,30 +223,43 @@ class WebhookSender:
         self.policy = policy
         self.timeout = timeout
         self.connections = Connections()
+        #: url -> (valid until, where it is sent).
+        self._resolved: dict[str, tuple[float, _Target]] = {}
+
+    async def _target(self, url: str) -> _Target:
+        """Where ``url`` is sent: checked by the policy, resolved (reused for
+        :data:`RESOLVED_TTL` seconds; every connection goes to the checked address)."""
+        found = self._resolved.get(url)
+        now = time.monotonic()
+        if found is not None and found[0] > now:
+            return found[1]
+        host, ip = await self.policy.resolve(url)
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        port = parts.port or (443 if scheme == "https" else 80)
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        head = f"POST {path} HTTP/1.1\r\nHost: {parts.netloc.rpartition('@')[2]}\r\n"
+        target = _Target((scheme, str(ip), port, host), head.encode())
+        if len(self._resolved) >= 4096:
+            self._resolved.clear()
+        literal = host.strip("[]") == str(ip)
+        self._resolved[url] = (math.inf if literal else now + RESOLVED_TTL, target)
+        return target
 
     async def post(self, url: str, body: bytes, headers: dict[str, str]) -> Outcome:
         """POST ``body`` to ``url`` at a checked address; never raises for a failure."""
         try:
-            host, ip = await self.policy.resolve(url)
+            target = await self._target(url)
         except UnresolvedWebhookError as exc:  # DNS may answer on a later try
             return Outcome(ok=False, error=str(exc))
         except UnsafeWebhookError as exc:
             return Outcome(ok=False, permanent=True, error=str(exc))
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        port = parts.port or (443 if scheme == "https" else 80)
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        head = [
-            f"POST {target} HTTP/1.1",
-            f"Host: {parts.netloc.rpartition('@')[2]}",
-            f"Content-Length: {len(body)}",
-            "User-Agent: a2a-hub",
-        ]
-        head.extend(f"{name}: {value}" for name, value in headers.items())
-        request = ("\r\n".join(head) + "\r\n\r\n").encode() + body
+        lines = [f"Content-Length: {len(body)}", "User-Agent: a2a-hub"]
+        lines.extend(f"{name}: {value}" for name, value in headers.items())
+        request = target.head + ("\r\n".join(lines) + "\r\n\r\n").encode() + body
         try:
             async with asyncio.timeout(self.timeout):
-                status, answer = await self.connections.post((scheme, str(ip), port, host), request)
+                status, answer = await self.connections.post(target.key, request)
         except TimeoutError:
             return Outcome(ok=False, error=f"timed out after {self.timeout:g} s")
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, HttpError) as exc:

@@ -6,10 +6,11 @@ msgspec JSON blobs next to the few columns that are queried.
 
 ``a2a_tasks.last_seq`` mirrors the highest event ``seq`` of the task, so that
 :meth:`SqlStore.save_task` checks that new events continue the log with a
-conditional write instead of an extra read.  Saves are group-committed: on
-SQLite through one writer thread (:mod:`.sqlite_writer`), on PostgreSQL as one
-function call per batch (:mod:`.pg_writer`), one round trip and one commit for
-every save waiting at that moment.  PostgreSQL reads run in autocommit: one
+conditional write instead of an extra read.  Saves are group-committed, with the
+push deliveries they carry: on SQLite through one writer thread
+(:mod:`.sqlite_writer`), on PostgreSQL as one function call per batch
+(:mod:`.pg_writer`), one round trip and one commit for every save waiting at that
+moment.  PostgreSQL reads run in autocommit: one
 round trip each, no BEGIN/ROLLBACK around them.
 """
 
@@ -560,11 +561,10 @@ class SqlStore(Store):
         if isinstance(writer, SqliteWriter):
             await writer.save(agent_id, task, events, owner, deliveries)
             return
-        if writer is not None and not deliveries:  # PostgreSQL group commit
-            await writer.save(agent_id, task, events, owner)
+        if writer is not None:  # PostgreSQL group commit
+            await writer.save(agent_id, task, events, owner, deliveries)
             return
-        # PostgreSQL with deliveries: one transaction here, out of the group commit.
-        async with self.engine.begin() as conn:
+        async with self.engine.begin() as conn:  # SQLite in memory
             await _drive(conn, self._save_plan(agent_id, task, events, owner, deliveries))
 
     def _save_plan(

@@ -852,6 +852,54 @@ async def test_outbox_concurrent_claims_never_share(harness: StoreHarness, agent
     assert not ids_a & ids_b and len(ids_a | ids_b) == 20
 
 
+async def test_outbox_a_round_reads_its_sources_and_settles_at_once(
+    store: Store, agent_id: str
+) -> None:
+    task = make_task("t-round")
+    other = make_task("t-round-2")
+    await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    await store.save_task(agent_id, other, [snapshot_event(1, other)])
+    await store.set_push_config(agent_id, task.id, push_config("a"))
+    await store.set_push_config(agent_id, other.id, push_config("b", url="https://b.example/h"))
+    working = with_state(task, TaskState.WORKING)
+    status = status_event(2, task, TaskState.WORKING)
+    await store.save_task(
+        agent_id, working, [status], deliveries=[delivery(agent_id, task.id, "a", 2)]
+    )
+    await store.add_deliveries(
+        [
+            delivery(agent_id, other.id, "b", 1, snap=True),
+            delivery(agent_id, other.id, "gone", 1),  # no such config
+            delivery(agent_id, task.id, "a", 9),  # no such event
+        ]
+    )
+    now = time.time()
+    claimed = await claim_mine(store, agent_id, now)
+    assert len(claimed) == 3  # (a, 2) holds back (a, 9)
+    sources = await store.delivery_sources(claimed)
+    by_id = {d.config_id: s for d, s in zip(claimed, sources, strict=True)}
+    assert by_id["a"].config == push_config("a") and by_id["a"].event == status.event
+    assert by_id["b"].config is not None and by_id["b"].config.url == "https://b.example/h"
+    assert by_id["b"].event is None  # a snapshot delivery has no event
+    assert by_id["gone"] == (None, None)
+    # one call: the sent one leaves, the failed one is rescheduled, the dead one kept
+    sent = next(d for d in claimed if d.config_id == "a")
+    retry = next(d for d in claimed if d.config_id == "b")
+    dead = next(d for d in claimed if d.config_id == "gone")
+    retry.attempts, retry.due, retry.last_error = 1, now + 60, "HTTP 503"
+    dead.dead, dead.last_error = True, "unsafe"
+    await store.settle_deliveries([sent], [retry, dead])
+    (nine,) = await claim_mine(store, agent_id, now, lease=100)  # (a, 2) went: (a, 9) next
+    assert nine.seq == 9
+    assert (await store.delivery_sources([nine]))[0] == (push_config("a"), None)
+    (later,) = await claim_mine(store, agent_id, now + 61)
+    assert later.config_id == "b" and later.attempts == 1 and later.last_error == "HTTP 503"
+    assert [d.last_error for d in await store.dead_deliveries() if d.agent_id == agent_id] == [
+        "unsafe"
+    ]
+    await store.settle_deliveries()  # nothing to do is fine
+
+
 async def test_meta_compare_and_swap(harness: StoreHarness) -> None:
     store = harness.store
     name = f"test-{time.time_ns()}"

@@ -235,7 +235,12 @@ class TaskUpdater:
         await self._run.set_status(TaskState.INPUT_REQUIRED, content)
 
     async def call_client_tool(
-        self, tool_id: str, params: dict[str, Any] | None = None, *, text: str | None = None
+        self,
+        tool_id: str,
+        params: dict[str, Any] | None = None,
+        *,
+        text: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> str:
         """Ask the client to run a tool; returns the call id.  Then return from ``execute``.
 
@@ -245,14 +250,18 @@ class TaskUpdater:
         client's answer continues the task with a message holding a data part
         ``{"kind": "tool_response", "tool_call_id", "result": {"status", "data",
         "error_message"}}``: read it in the next turn with
-        :meth:`RequestContext.tool_response`.
+        :meth:`RequestContext.tool_response`.  ``metadata`` goes on the status message
+        (what the executor needs to carry on in the next turn, e.g. a model's tool loop).
         """
         call_id = new_id()
         call = {"kind": "tool_call", "tool_call_id": call_id, "tool_id": tool_id,
                 "params": dict(params or {})}  # fmt: skip
         parts = [Part(text=text)] if text else []
         parts.append(Part(data=call))
-        await self._run.set_status(TaskState.INPUT_REQUIRED, parts)
+        question = self.message(parts)
+        if metadata:
+            question.metadata = {**(question.metadata or {}), **metadata}
+        await self._run.set_status(TaskState.INPUT_REQUIRED, question)
         return call_id
 
     async def require_auth(self, content: str | Sequence[Part] | Message | None = None) -> None:

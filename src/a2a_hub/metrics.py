@@ -58,6 +58,9 @@ __all__ = [
     "TASKS_ACTIVE",
     "TASK_SECONDS",
     "TOOL_CALLS",
+    "WEBSOCKETS_CUT_LOOSE",
+    "WEBSOCKETS_OPEN",
+    "WEBSOCKET_EVENTS",
     "FastCounter",
     "FastGauge",
     "FastHistogram",
@@ -229,6 +232,20 @@ STORE_SECONDS = FastHistogram(
     "Task store operations by backend and operation.",
     ["backend", "operation"],
     _FAST,
+)
+WEBSOCKETS_OPEN = Gauge(
+    "a2a_websockets_open",
+    "WebSocket connections open now (seed 003 channel).",
+    multiprocess_mode="livesum",
+    registry=REGISTRY,
+)
+WEBSOCKET_EVENTS = FastCounter(
+    "a2a_websocket_events_sent_total", "Events sent to WebSocket clients.", []
+)
+WEBSOCKETS_CUT_LOOSE = FastCounter(
+    "a2a_websockets_cut_loose_total",
+    "WebSocket clients too slow to read an event in time: closed, to resume with sync_state.",
+    [],
 )
 STREAM_REPLAYED = FastCounter(
     "a2a_stream_events_replayed_total",

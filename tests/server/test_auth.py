@@ -580,7 +580,10 @@ async def test_extended_card_for_authenticated_callers(tmp_path: Path) -> None:
             ("agent/getAuthenticatedExtendedCard", "0.3"),
         ):
             body = {"jsonrpc": "2.0", "id": 1, "method": method}
-            anon = (await http.post(ext, json=body, headers={"A2A-Version": version})).json()
+            refused = await http.post(ext, json=body, headers={"A2A-Version": version})
+            assert refused.status_code == 401
+            assert refused.headers["WWW-Authenticate"].startswith("Bearer")
+            anon = refused.json()
             assert "for authenticated callers" in anon["error"]["message"]
             card = (
                 await http.post(ext, json=body, headers={"A2A-Version": version, "X-API-Key": key})

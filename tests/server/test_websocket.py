@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import websockets
 
-from a2a_hub import Hub
+from a2a_hub import Hub, metrics
 from a2a_hub.stores.base import TaskQuery
 from tests.support.agents import ChattyExecutor, ProgressAgent, SlowExecutor, ToolAgent
 from tests.support.hub import LiveServer
@@ -36,10 +36,12 @@ async def server(hub_factory: Callable[..., Hub]) -> AsyncIterator[LiveServer]:
 
 
 async def test_send_message_streams_and_completes(server: LiveServer) -> None:
+    sent_before = metrics.WEBSOCKET_EVENTS.values.get((), 0.0)
     async with connect(ws_url(server, "echo")) as ws:
         mid = str(uuid.uuid4())
         await send(ws, action="send_message", message_id=mid, text="hola")
         events = await until(ws, terminal)
+    assert metrics.WEBSOCKET_EVENTS.values.get((), 0.0) - sent_before >= len(events)
     kinds = [e["event"] for e in events]
     assert "content_stream" in kinds and "message_completed" in kinds
     for e in events:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import websockets
 
-from a2a_hub import Hub
+from a2a_hub import Hub, metrics
 from tests.support.agents import ChattyExecutor
 from tests.support.hub import LiveServer
 from tests.support.ws import Reader, connect, recv, send, terminal, until, ws_url
@@ -42,6 +42,7 @@ async def test_a_socket_that_does_not_read_is_cut_loose_and_resyncs(
     chatty = ChattyExecutor(chunks=CHUNKS, size=SIZE, pause_every=10)
     hub = hub_factory({"chatty": chatty}, ws_send_timeout=1.0)
     reader = Reader()
+    cut_before = metrics.WEBSOCKETS_CUT_LOOSE.values.get((), 0.0)
     async with LiveServer(hub) as live:
         url = ws_url(live, "chatty")
         slow: Any = await websockets.connect(
@@ -62,6 +63,7 @@ async def test_a_socket_that_does_not_read_is_cut_loose_and_resyncs(
                 break
             await asyncio.sleep(0.1)
         assert sum(sockets.agents.values()) == 0, "the server still holds the stalled socket"
+        assert metrics.WEBSOCKETS_CUT_LOOSE.values.get((), 0.0) == cut_before + 1
         # what the socket had taken before it was cut comes out, then the socket ends: with
         # close code 1013 when the server found room for the close frame, else abruptly
         with pytest.raises(websockets.ConnectionClosed) as closed:

@@ -438,6 +438,7 @@ class LLMExecutor(AgentExecutor):
             )
         else:
             result = await tool.call(call.arguments)
+        metrics.tool_called(call.name, result.ok)
         await updater.working([Part(data=tool_response_data(call, result))])
         return result
 

@@ -42,6 +42,7 @@ from a2a_hub.protocol.types import (
     TaskPushNotificationConfig,
 )
 from a2a_hub.stores.base import Store, StoredTask
+from a2a_hub.stores.coordinator import PUSH_CONFIG_SIGNAL, Signal
 
 log = logging.getLogger("a2a_hub.engine")
 
@@ -292,8 +293,25 @@ class TaskEngine:
         await self.push.check(config)
         await self._visible(task_id, caller)
         stored = await self.push.set(task_id, config)
-        await self.push.registered(self._runs.get(task_id), task_id, stored)
+        run = self._runs.get(task_id)
+        await self.push.registered(run, task_id, stored)
+        cluster = self.cluster
+        if run is None and cluster is not None and cluster.coordinator.shared:
+            # it may run on another instance: that one registers the config now, not next turn
+            await cluster.coordinator.publish(
+                Signal(PUSH_CONFIG_SIGNAL, self.agent_id, task_id, cluster.id)
+            )
         return masked(stored)
+
+    async def push_configs_changed(self, task_id: str) -> None:
+        """Another instance stored a push config of a task that runs here: register the new
+        configs with the run (each gets the task's snapshot first)."""
+        run = self._runs.get(task_id)
+        if run is None:
+            return
+        for config in await self.store.list_push_configs(self.agent_id, task_id):
+            if (config.id or task_id) not in run.push_configs:
+                await self.push.registered(run, task_id, config)
 
     async def get_push_config(
         self, task_id: str, config_id: str, *, caller: Caller = ANONYMOUS

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 
+from a2a_hub import metrics
 from a2a_hub.engine.log import LogTrimmedError, TaskLog
 from a2a_hub.engine.pubsub import DEFAULT_BUFFER, PubSub, Subscription
 from a2a_hub.protocol.errors import InvalidParamsError
@@ -113,6 +114,8 @@ class TaskStream:
             if not fresh:
                 self._pending.extend(await self._backlog(self.after))
                 self._catching_up = self.after is not None
+                if self._catching_up:
+                    metrics.stream_replayed(len(self._pending))
         except BaseException:
             self.close()
             raise
@@ -135,12 +138,14 @@ class TaskStream:
                 page = await self._backlog(max(self.last, 0))
                 self._pending.extend(e for e in page if e.seq > self.last)
                 self._catching_up = bool(self._pending)
+                metrics.stream_replayed(len(self._pending))
                 continue
             elif self.finite and not self.sub.buffer:
                 self._done = True
                 self.close()
                 raise StopAsyncIteration
             elif self.sub.overflowed:
+                metrics.stream_cut_loose()
                 self.sub.overflowed = False
                 self._catching_up = True
                 continue

@@ -37,7 +37,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Mount, Route, WebSocketRoute, compile_path
 from starlette.types import Scope
 
-from a2a_hub import metrics
+from a2a_hub import metrics, tracing
 from a2a_hub._logging import configure_logging
 from a2a_hub.server import rest
 from a2a_hub.server.admin import ADMIN_ROUTES
@@ -55,6 +55,7 @@ from a2a_hub.server.jsonrpc import rpc
 from a2a_hub.server.metrics import MetricsMiddleware, metrics_endpoint
 from a2a_hub.server.retention import Retention
 from a2a_hub.server.shutdown import Drain
+from a2a_hub.server.tracing import TracingMiddleware
 from a2a_hub.server.ws import websocket_endpoint
 
 __all__ = [
@@ -274,6 +275,9 @@ def create_app(
         Middleware(MetricsMiddleware, record=server.metrics, log_format=server.access_log),
         Middleware(ExtensionsMiddleware),
     ]
+    tracing.configure(server.tracing)
+    if server.tracing != "off":
+        outer.insert(0, Middleware(TracingMiddleware))
     app = Starlette(routes=routes, middleware=outer, lifespan=lifespan)
     app.state.hub = hub
     app.state.drain = drain

@@ -358,6 +358,7 @@ class Hub:
             push_backoff(self.settings.push.retry_steps, self.settings.push.retry_horizon),
             snapshot=self._snapshot,
             lease=self.settings.push.claim_lease,
+            concurrency=self.settings.push.concurrency,
         )
         for agent in self.agents.values():
             agent.engine.push.on_queued = self.push.wake

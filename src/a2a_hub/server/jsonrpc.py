@@ -47,7 +47,7 @@ from a2a_hub.protocol.types import (
     TaskPushNotificationConfig,
 )
 from a2a_hub.server.caller import caller_of
-from a2a_hub.server.errors import JSON, encode_error, protocol_error
+from a2a_hub.server.errors import JSON, WWW_AUTHENTICATE, encode_error, protocol_error
 from a2a_hub.server.extensions import activate_for_request
 from a2a_hub.server.http import a2a_version, agent_of, hub_of, read_body
 from a2a_hub.server.hub import HostedAgent
@@ -518,7 +518,9 @@ async def rpc(request: Request) -> Response:
 
     A request refused before its body is parsed (no such agent, a body over the
     limit, a Content-Type that is not JSON) gets the error's HTTP status; after that
-    every error is a JSON-RPC error object with HTTP 200.  Never raises.
+    every error is a JSON-RPC error object with HTTP 200, except a missing credential
+    (401 with ``WWW-Authenticate``, e.g. ``GetExtendedAgentCard`` without a key).  Never
+    raises.
     """
     hub = hub_of(request)
     req_id: str | int | None = None
@@ -561,6 +563,11 @@ async def rpc(request: Request) -> Response:
         return Response(_enc.encode(_Ok("2.0", req_id, result)), media_type=JSON)
     except Exception as exc:
         err = protocol_error(exc, where)
-        return Response(
-            encode_error(req_id, err, family or "1.0"), status or err.http_status, media_type=JSON
+        # a missing credential is a 401 on every binding (the extended card asks for one)
+        http_status = 401 if err.http_status == 401 else status or err.http_status
+        response = Response(
+            encode_error(req_id, err, family or "1.0"), http_status, media_type=JSON
         )
+        if http_status == 401:
+            response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+        return response

@@ -47,6 +47,7 @@ from typing import Any
 import msgspec
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from a2a_hub import metrics
 from a2a_hub.engine.caller import Caller
 from a2a_hub.engine.engine import TaskEngine
 from a2a_hub.engine.stream import TaskStream
@@ -165,9 +166,14 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     sockets.agents[agent.id] += 1
     if key is not None:
         sockets.keys[key] += 1
+    record = metrics.enabled()
+    if record:
+        metrics.WEBSOCKETS_OPEN.inc()
     try:
         await Connection(websocket, hub, agent, caller).run()
     finally:
+        if record:
+            metrics.WEBSOCKETS_OPEN.dec()
         sockets.agents[agent.id] -= 1
         if key is not None:
             sockets.keys[key] -= 1
@@ -259,8 +265,12 @@ class Connection:
                 # frame of a client long gone (the socket was never released)
                 async with asyncio.timeout(self.send_timeout):
                     await self.ws.send_text(data)
+                if metrics.enabled():
+                    metrics.WEBSOCKET_EVENTS.inc(())
             except TimeoutError:
                 log.info("WebSocket client too slow for %ss: cut loose", self.send_timeout)
+                if metrics.enabled():
+                    metrics.WEBSOCKETS_CUT_LOOSE.inc(())
                 await self.close(CLOSE_TRY_AGAIN, "too slow: reconnect and sync_state")
             except (WebSocketDisconnect, RuntimeError, OSError):
                 self._closed = True

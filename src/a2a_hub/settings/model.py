@@ -167,6 +167,13 @@ class ServerSettings(Section):
         Literal["plain", "json"],
         setting("Application logs as plain text or JSON lines.", metavar="FORMAT"),
     ] = "plain"
+    tracing: Annotated[
+        Literal["off", "otlp", "console", "api"],
+        setting(
+            "OpenTelemetry spans (a2a-hub[otel]): off, otlp, console, or api (your provider).",
+            metavar="MODE",
+        ),
+    ] = "off"
     graceful_timeout: Annotated[
         float,
         setting(
@@ -315,6 +322,15 @@ class PushSettings(Section):
             metavar="SECONDS",
         ),
     ] = 60.0
+    concurrency: Annotated[
+        int,
+        setting(
+            "Notifications an instance sends at once (fewer: requests get more of the CPU "
+            "under load, notifications wait longer).",
+            ge=1,
+            metavar="N",
+        ),
+    ] = 128
 
 
 class AuthSettings(Section):

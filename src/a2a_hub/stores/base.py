@@ -41,6 +41,7 @@ from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 
 __all__ = [
     "Delivery",
+    "DeliverySource",
     "EventLog",
     "LogConflictError",
     "MetaStore",
@@ -159,6 +160,15 @@ def delivery_id(agent_id: str, task_id: str, config_id: str, seq: int, snapshot:
     """The stable id of a delivery."""
     kind = "s" if snapshot else "e"
     return str(uuid.uuid5(_DELIVERY_NS, f"{agent_id}\0{task_id}\0{config_id}\0{seq}\0{kind}"))
+
+
+class DeliverySource(NamedTuple):
+    """What a claimed delivery is sent from: its push ``config`` (``None``: deleted since)
+    and, for an event delivery whose config exists, the stored ``event`` at its seq
+    (``None`` for a snapshot delivery, without a config, or when the event is gone)."""
+
+    config: TaskPushNotificationConfig | None
+    event: StreamResponse | None
 
 
 class StoredTask(NamedTuple):
@@ -423,9 +433,23 @@ class PushOutbox(ABC):
         """Store a claimed delivery's new ``attempts``, ``due``, error and ``dead`` flag
         (which ends the claim); a dead delivery no longer holds back its config."""
 
+    async def settle_deliveries(
+        self, finished: Sequence[Delivery] = (), updated: Sequence[Delivery] = ()
+    ) -> None:
+        """:meth:`finish_delivery` each of ``finished`` and :meth:`update_delivery` each of
+        ``updated``; backends write a dispatcher round's outcomes in one step."""
+        for d in finished:
+            await self.finish_delivery(d)
+        for d in updated:
+            await self.update_delivery(d)
+
     @abstractmethod
     async def dead_deliveries(self, limit: int = 1000) -> list[Delivery]:
         """The deliveries that gave up, oldest due first."""
+
+    @abstractmethod
+    async def outbox_size(self) -> tuple[int, int]:
+        """How many deliveries are pending (queued, due or claimed) and how many are dead."""
 
     @abstractmethod
     async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:
@@ -461,6 +485,20 @@ class Store(TaskStore, Retention, EventLog, PushConfigStore, PushOutbox, MetaSto
 
     def _make_coordinator(self) -> Coordinator:
         return LocalCoordinator()
+
+    async def delivery_sources(self, deliveries: Sequence[Delivery]) -> list[DeliverySource]:
+        """For each delivery (in order), its config and stored event; backends read them
+        for a whole dispatcher round at once."""
+        out = []
+        for d in deliveries:
+            config = await self.get_push_config(d.agent_id, d.task_id, d.config_id)
+            event = None
+            if config is not None and not d.snapshot:
+                found = await self.read_events(d.agent_id, d.task_id, after=d.seq - 1, limit=1)
+                if found and found[0].seq == d.seq:
+                    event = found[0].event
+            out.append(DeliverySource(config, event))
+        return out
 
     async def open(self) -> None:
         """Connect and create the schema if needed.  Called once before use."""

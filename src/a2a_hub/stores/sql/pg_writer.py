@@ -1,7 +1,8 @@
 """Group commit for PostgreSQL: concurrent saves go to the database together, in one call.
 
-Every ``save_task`` waiting at the same moment joins one batch, and a batch is a
-single statement, ``SELECT a2a_save_tasks(…)`` (a function the schema defines,
+Every ``save_task`` waiting at the same moment joins one batch, with the push
+deliveries it carries, and a batch is a single statement,
+``SELECT a2a_save_tasks_v6(…)`` (a function the schema defines,
 see :mod:`.schema`), sent through asyncpg directly on a connection of the
 store's pool: one round trip and one commit for the whole batch, the statement
 prepared once per connection.  The function writes the saves in order and
@@ -28,8 +29,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_hub.protocol.errors import StoreUnavailableError
 from a2a_hub.protocol.types import Task
-from a2a_hub.stores.base import TaskEvent, check_events, log_conflict, now
-from a2a_hub.stores.sql.schema import SAVE_TASKS
+from a2a_hub.stores.base import Delivery, TaskEvent, check_events, log_conflict, now
+from a2a_hub.stores.sql.schema import SAVE_TASKS_WITH_DELIVERIES
 
 try:
     import asyncpg  # type: ignore[import-untyped,unused-ignore]
@@ -39,8 +40,10 @@ except ImportError:  # pragma: no cover - the store checks for asyncpg before us
 __all__ = ["PostgresWriter"]
 
 _SAVE_SQL = (
-    f"SELECT {SAVE_TASKS}($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], "
-    "$6::bytea[], $7::text[], $8::int[], $9::int[], $10::bytea[], $11::text)"
+    f"SELECT {SAVE_TASKS_WITH_DELIVERIES}($1::text[], $2::text[], $3::text[], $4::text[], "
+    "$5::float8[], $6::bytea[], $7::text[], $8::int[], $9::int[], $10::bytea[], $11::text, "
+    "$12::int[], $13::text[], $14::int[], $15::int[], $16::int[], $17::float8[], "
+    "$18::float8[], $19::text[], $20::int[])"
 )
 
 _enc = msgspec.json.Encoder()
@@ -75,6 +78,7 @@ class _Save(NamedTuple):
     owner: str | None
     first: int
     events: list[bytes]
+    deliveries: Sequence[Delivery]
     future: asyncio.Future[None]
 
 
@@ -100,7 +104,12 @@ class PostgresWriter:
         self._drainer: asyncio.Task[None] | None = None
 
     async def save(
-        self, agent_id: str, task: Task, events: Sequence[TaskEvent], owner: str | None
+        self,
+        agent_id: str,
+        task: Task,
+        events: Sequence[TaskEvent],
+        owner: str | None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
         """Queue one save and wait until the transaction holding it has committed."""
         check_events(task.id, events)
@@ -116,6 +125,7 @@ class PostgresWriter:
                 owner,
                 events[0].seq if events else 0,
                 [_enc.encode(e.event) for e in events],
+                deliveries,
                 future,
             )
         )
@@ -180,6 +190,15 @@ class PostgresWriter:
                         [len(s.events) for s in saves],
                         [blob for s in saves for blob in s.events],
                         self._channel,
+                        [len(s.deliveries) for s in saves],
+                        [d.config_id for s in saves for d in s.deliveries],
+                        [d.seq for s in saves for d in s.deliveries],
+                        [int(d.snapshot) for s in saves for d in s.deliveries],
+                        [d.attempts for s in saves for d in s.deliveries],
+                        [d.due for s in saves for d in s.deliveries],
+                        [d.first_failure for s in saves for d in s.deliveries],
+                        [d.last_error for s in saves for d in s.deliveries],
+                        [int(d.dead) for s in saves for d in s.deliveries],
                     )
                 except Exception as exc:
                     if _disconnected(exc):

@@ -28,10 +28,12 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    and_,
     bindparam,
     delete,
     event,
     func,
+    or_,
     select,
     tuple_,
     update,
@@ -158,6 +160,7 @@ _DUE_HEADS = (
     .order_by(_ob.due)
     .limit(bindparam("p_limit", type_=Integer))
 )
+_CLAIM_ONE = update(push_outbox).where(*_ob_key).values(due=bindparam("p_until", type_=Double))
 _ob_ident = tuple_(_ob.agent_id, _ob.task_id, _ob.config_id, _ob.seq, _ob.snapshot)
 
 
@@ -734,8 +737,17 @@ class SqlStore(Store):
         return sorted((_delivery_of(r) for r in rows), key=lambda d: d.due)
 
     def _claim_plan(self, params: dict[str, Any]) -> _Plan:
-        result = yield self._stmts.claim, params
-        return list(result.all())
+        if self._dialect == "postgresql":
+            result = yield self._stmts.claim, params
+            return list(result.all())
+        # SQLite: the transaction holds the database's write lock from its start, so
+        # reading the heads and then moving each by its key is atomic (and each update is
+        # a primary-key lookup, where one UPDATE … IN (…) walks every due row).
+        heads = list((yield _DUE_HEADS, params).all())
+        if heads:
+            until = params["p_until"]
+            yield _CLAIM_ONE, [{**_delivery_key(_delivery_of(r)), "p_until": until} for r in heads]
+        return [(*row[:6], params["p_until"], *row[7:]) for row in heads]
 
     @_guarded
     async def finish_delivery(self, delivery: Delivery) -> None:
@@ -782,25 +794,36 @@ class SqlStore(Store):
     async def delivery_sources(self, deliveries: Sequence[Delivery]) -> list[DeliverySource]:
         if not deliveries:
             return []
-        pc = push_configs.c
-        config_keys = {(d.agent_id, d.task_id, d.config_id) for d in deliveries}
-        event_keys = {(d.agent_id, d.task_id, d.seq) for d in deliveries if not d.snapshot}
+        pc, ec = push_configs.c, events.c
+        # Per agent, its tasks (and the seqs wanted): "IN" lists an index can serve on
+        # SQLite and PostgreSQL alike (a row-value IN list makes SQLite scan the table);
+        # the rows beyond those asked for are dropped below.
+        tasks_of: dict[str, set[str]] = {}
+        seqs_of: dict[str, set[int]] = {}
+        for d in deliveries:
+            tasks_of.setdefault(d.agent_id, set()).add(d.task_id)
+            if not d.snapshot:
+                seqs_of.setdefault(d.agent_id, set()).add(d.seq)
+        config_where = or_(
+            *(and_(pc.agent_id == a, pc.task_id.in_(ts)) for a, ts in tasks_of.items())
+        )
+        event_where = or_(
+            *(
+                and_(ec.agent_id == a, ec.task_id.in_(tasks_of[a]), ec.seq.in_(seqs))
+                for a, seqs in seqs_of.items()
+            )
+        )
         async with self._read() as conn:
             config_rows = (
                 await conn.execute(
-                    select(pc.agent_id, pc.task_id, pc.config_id, pc.data).where(
-                        tuple_(pc.agent_id, pc.task_id, pc.config_id).in_(config_keys)
-                    )
+                    select(pc.agent_id, pc.task_id, pc.config_id, pc.data).where(config_where)
                 )
             ).all()
             event_rows: Sequence[Any] = ()
-            if event_keys:
-                ec = events.c
+            if seqs_of:
                 event_rows = (
                     await conn.execute(
-                        select(ec.agent_id, ec.task_id, ec.seq, ec.data).where(
-                            tuple_(ec.agent_id, ec.task_id, ec.seq).in_(event_keys)
-                        )
+                        select(ec.agent_id, ec.task_id, ec.seq, ec.data).where(event_where)
                     )
                 ).all()
         configs = {(a, t, c): _push_dec.decode(data) for a, t, c, data in config_rows}

@@ -147,3 +147,35 @@ class Ticker(AgentExecutor):
             last = i == self.ticks - 1
             await updater.artifact(f"{i};", artifact_id="t", append=i > 0, last_chunk=last)
         await updater.complete("done")
+
+
+class Counted(AgentExecutor):
+    """Counts its executions (``runs``; with ``A2A_TEST_RUNS_DIR`` set, also one file per
+    execution there, for counting across processes), works ``delay`` seconds, completes."""
+
+    reply = False
+
+    def __init__(self, delay: float = 0.3) -> None:
+        self.delay = delay
+        self.runs = 0
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        self.runs += 1
+        folder = os.environ.get("A2A_TEST_RUNS_DIR")
+        if folder:
+            path = os.path.join(folder, f"{os.getpid()}-{ctx.task_id}-{self.runs}")
+            await asyncio.to_thread(_write, path, ctx.message.message_id)
+        if self.reply:
+            await asyncio.sleep(self.delay)
+            await updater.reply(f"counted: {ctx.text}")
+            return
+        await updater.start()
+        await asyncio.sleep(self.delay)
+        await updater.artifact(f"counted: {ctx.text}")
+        await updater.complete()
+
+
+class CountedReply(Counted):
+    """:class:`Counted` answering with a direct message (no task)."""
+
+    reply = True

@@ -6,7 +6,8 @@ written by a dedicated thread on its own sqlite3 connection in one transaction â
 each save in a SAVEPOINT of its own, so one bad save (a seq conflict) fails
 alone.  The statements are the store's SQLAlchemy ones, compiled once.  A caller's await returns
 once the transaction holding its save has committed, so an acknowledged task is
-on disk.
+on disk.  Other writes (message claims) join the same batches as plans of their own
+(:meth:`SqliteWriter.run`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ Plan = Callable[
     [str, Task, Sequence[TaskEvent], str | None, Sequence[Delivery]],
     Generator[tuple[Any, Any], Any, None],
 ]
-_Item = tuple[str, Task, Sequence[TaskEvent], str | None, Sequence[Delivery]]
+#: A write: statements yielded one by one, each result sent back; its return value is
+#: what the caller's await returns.
+Steps = Generator[tuple[Any, Any], Any, Any]
 
 
 class _Result:
@@ -43,6 +46,9 @@ class _Result:
 
     def scalar_one(self) -> Any:
         return self._rows[0][0]
+
+    def scalar_one_or_none(self) -> Any:
+        return self._rows[0][0] if self._rows else None
 
 
 class _Compiled:
@@ -80,7 +86,7 @@ class SqliteWriter:
         self._conn: sqlite3.Connection | None = None
         self._compiled: dict[int, _Compiled] = {}
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2a-sqlite-writer")
-        self._pending: list[tuple[_Item, asyncio.Future[None]]] = []
+        self._pending: list[tuple[Steps, asyncio.Future[Any]]] = []
         self._drainer: asyncio.Task[None] | None = None
 
     async def save(
@@ -92,30 +98,35 @@ class SqliteWriter:
         deliveries: Sequence[Delivery] = (),
     ) -> None:
         """Queue one save and wait until the transaction holding it has committed."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append(((agent_id, task, events, owner, deliveries), future))
+        await self.run(self._plan(agent_id, task, events, owner, deliveries))
+
+    async def run(self, steps: Steps) -> Any:
+        """Queue one write (its own SAVEPOINT in the next batch) and wait until the
+        transaction holding it has committed; returns what ``steps`` returns."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending.append((steps, future))
         if self._drainer is None or self._drainer.done():
             self._drainer = asyncio.ensure_future(self._drain())
-        await future
+        return await future
 
     async def _drain(self) -> None:
         loop = asyncio.get_running_loop()
         while self._pending:
             batch, self._pending = self._pending, []
-            results: list[BaseException | None]
+            results: list[tuple[Any, BaseException | None]]
             try:
                 results = await loop.run_in_executor(
                     self._thread, self._write, [item for item, _ in batch]
                 )
             except BaseException as exc:  # the whole transaction failed
-                results = [exc] * len(batch)
-            for (_, future), outcome in zip(batch, results, strict=True):
+                results = [(None, exc)] * len(batch)
+            for (_, future), (value, error) in zip(batch, results, strict=True):
                 if future.done():
                     continue
-                if outcome is None:
-                    future.set_result(None)
+                if error is None:
+                    future.set_result(value)
                 else:
-                    future.set_exception(outcome)
+                    future.set_exception(error)
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -135,23 +146,23 @@ class SqliteWriter:
             compiled = self._compiled[id(statement)] = _Compiled(statement)
         return compiled
 
-    def _write(self, items: list[_Item]) -> list[BaseException | None]:
+    def _write(self, items: list[Steps]) -> list[tuple[Any, BaseException | None]]:
         conn = self._connection()
         cursor = conn.cursor()
-        outcomes: list[BaseException | None] = []
+        outcomes: list[tuple[Any, BaseException | None]] = []
         cursor.execute("BEGIN IMMEDIATE")
         try:
-            for agent_id, task, events, owner, deliveries in items:
+            for steps in items:
                 cursor.execute("SAVEPOINT save")
                 try:
-                    self._run(cursor, self._plan(agent_id, task, events, owner, deliveries))
+                    value = self._run(cursor, steps)
                 except Exception as exc:
                     cursor.execute("ROLLBACK TO save")
                     cursor.execute("RELEASE save")
-                    outcomes.append(exc)
+                    outcomes.append((None, exc))
                 else:
                     cursor.execute("RELEASE save")
-                    outcomes.append(None)
+                    outcomes.append((value, None))
             cursor.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -159,13 +170,13 @@ class SqliteWriter:
             raise
         return outcomes
 
-    def _run(self, cursor: sqlite3.Cursor, plan: Generator[tuple[Any, Any], Any, None]) -> None:
+    def _run(self, cursor: sqlite3.Cursor, plan: Steps) -> Any:
         result: Any = None
         while True:
             try:
                 statement, params = plan.send(result)
-            except StopIteration:
-                return
+            except StopIteration as stop:
+                return stop.value
             try:
                 result = self._statement(statement).run(cursor, params)
             except sqlite3.IntegrityError as exc:

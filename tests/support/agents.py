@@ -155,8 +155,8 @@ class Counted(AgentExecutor):
 
     reply = False
 
-    def __init__(self, delay: float = 0.3) -> None:
-        self.delay = delay
+    def __init__(self, delay: float | str = 0.3) -> None:
+        self.delay = float(delay)  # a query option of the python kind comes as text
         self.runs = 0
 
     async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:

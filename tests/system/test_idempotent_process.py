@@ -11,6 +11,7 @@ blocking or streamed answer is in the store.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,6 @@ async def send(client: httpx.AsyncClient, base: str, agent: str, kind: str, mid:
         ) as r:
             async for line in r.aiter_lines():
                 if line.startswith("data:"):
-                    import json
-
                     last = json.loads(line[5:])["result"]
         update = last["statusUpdate"]
         assert update["status"]["state"] == "TASK_STATE_COMPLETED", last

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import subprocess
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -20,10 +23,13 @@ import httpx
 import pytest
 
 from tests.system.test_multiprocess import (
+    IN_CI,
     POSTGRES,
     REDIS,
     V10,
     Instance,
+    free_port,
+    reachable,
     require,
 )
 
@@ -147,3 +153,122 @@ def test_one_message_id_sent_50_times_over_two_instances_runs_once(
 async def _one(base: str, agent: str, mid: str) -> str:
     async with httpx.AsyncClient(timeout=60) as client:
         return await send(client, base, agent, "block", mid)
+
+
+async def _attempt(
+    client: httpx.AsyncClient, base: str, agent: str, kind: str, mid: str
+) -> tuple[str | None, str]:
+    """One send; (the task id, "") when answered with a task, else (None, the error)."""
+    try:
+        return await send(client, base, agent, kind, mid), ""
+    except (AssertionError, KeyError, httpx.HTTPError, ValueError) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def test_a_redis_outage_during_sends_never_runs_a_message_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = shutil.which("redis-server")
+    if server is None:
+        if IN_CI:
+            pytest.fail("redis-server is not installed (CI=true)")
+        pytest.skip("redis-server is not installed")
+    port = free_port()
+    data = tmp_path / "redis"
+    data.mkdir()
+    cmd = [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data)]
+    cmd += ["--appendonly", "yes", "--appendfsync", "always", "--save", ""]
+
+    def start_redis() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(200):
+            if reachable("127.0.0.1", port):
+                return proc
+            time.sleep(0.05)
+        raise AssertionError("redis-server did not start")
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    monkeypatch.setenv("A2A_TEST_RUNS_DIR", str(folder))
+    redis = start_redis()
+    url = f"redis://127.0.0.1:{port}/0"
+    agent = "counted"
+    spec = [f"{agent}=tests.support.agents:Counted?delay=0.05"]
+    a = Instance(tmp_path, url, spec)
+    b = Instance(tmp_path, url, spec)
+    kinds = ["block", "later", "rest", "sse"]
+    outcomes: dict[str, tuple[str, str | None, str]] = {}  # mid -> (kind, task id, error)
+
+    async def traffic(stop: asyncio.Event) -> None:
+        async with httpx.AsyncClient(timeout=30) as client:
+            n = 0
+            while not stop.is_set():
+                batch = []
+                for kind in kinds:
+                    mid = f"m{n}-{kind}"
+                    n += 1
+                    batch.append((kind, mid, _attempt(client, a.url, agent, kind, mid)))
+                results = await asyncio.gather(*(c for _, _, c in batch))
+                for (kind, mid, _), (task_id, error) in zip(batch, results, strict=True):
+                    outcomes[mid] = (kind, task_id, error)
+                await asyncio.sleep(0.02)
+
+    async def outage() -> None:
+        nonlocal redis
+        stop = asyncio.Event()
+        load = asyncio.ensure_future(traffic(stop))
+        await asyncio.sleep(1.0)
+        redis.terminate()
+        await asyncio.to_thread(redis.wait, 10)
+        await asyncio.sleep(2.0)
+        redis = await asyncio.to_thread(start_redis)
+        await asyncio.sleep(2.0)
+        stop.set()
+        await load
+
+    try:
+        asyncio.run(outage())
+        failed = {mid: o for mid, o in outcomes.items() if o[1] is None}
+        answered = {mid: o for mid, o in outcomes.items() if o[1] is not None}
+        assert failed, "the outage made some requests fail"
+        assert answered, "requests before and after the outage succeeded"
+        time.sleep(3.0)  # the flusher writes what it kept; orphan-timeout is 2 s
+
+        # every blocking or streamed answer is in the store, completed
+        for mid, (kind, task_id, _) in answered.items():
+            task = b.rpc(agent, "GetTask", {"id": task_id})
+            if kind != "later":
+                assert task["result"]["status"]["state"] == "TASK_STATE_COMPLETED", (mid, task)
+
+        # a retry of each failed message finds what its first request did, or says that
+        # it left nothing; it never runs the agent a second time
+        async def retry(client: httpx.AsyncClient, mid: str) -> tuple[str | None, str]:
+            for _ in range(20):  # a pooled connection from before the restart may fail once
+                task_id, error = await _attempt(client, b.url, agent, "block", mid)
+                if "STORE_UNAVAILABLE" not in error:
+                    break
+                await asyncio.sleep(0.2)
+            return task_id, error
+
+        async def retries() -> dict[str, tuple[str | None, str]]:
+            async with httpx.AsyncClient(timeout=30) as client:
+                found = await asyncio.gather(*(retry(client, mid) for mid in failed))
+            return dict(zip(failed, found, strict=True))
+
+        retried = asyncio.run(retries())
+        counted = runs(folder)
+        assert all(n == 1 for n in counted.values()), counted
+        for mid, (task_id, error) in retried.items():
+            if task_id is None:
+                assert "new messageId" in error, (mid, error)
+            elif mid not in counted:
+                pytest.fail(f"{mid}: answered with task {task_id} but never ran")
+        # nothing is left submitted or working
+        listed = b.rpc(agent, "ListTasks", {"pageSize": 100})["result"]["tasks"]
+        states = {t["status"]["state"] for t in listed}
+        assert states <= {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED"}, states
+    finally:
+        a.stop()
+        b.stop()
+        redis.terminate()
+        redis.wait(10)

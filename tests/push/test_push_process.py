@@ -64,7 +64,8 @@ async def hub_process(
 
 async def send(url: str, hook: str, text: str) -> str:
     params = {
-        "message": {"messageId": text, "role": "ROLE_USER", "parts": [{"text": text}]},
+        # a fresh message id: a shared database keeps the claims of earlier runs
+        "message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}]},
         "configuration": {"taskPushNotificationConfig": {"url": hook, "id": "p"}},
     }
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
@@ -173,7 +174,11 @@ async def test_a_config_stored_on_another_instance_reaches_the_running_task_at_o
             hub_process(shared_store, tmp_path, chatty) as (a, _),
             hub_process(shared_store, tmp_path, chatty) as (b, _),
         ):
-            message = {"messageId": "late", "role": "ROLE_USER", "parts": [{"text": "go"}]}
+            message = {
+                "messageId": uuid.uuid4().hex,
+                "role": "ROLE_USER",
+                "parts": [{"text": "go"}],
+            }
             sent = await rpc(
                 f"{a}/a2a/chatty",
                 "SendMessage",

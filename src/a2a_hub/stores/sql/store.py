@@ -51,6 +51,7 @@ from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationCon
 from a2a_hub.stores.base import (
     Delivery,
     DeliverySource,
+    MessageClaim,
     Store,
     StoredTask,
     TaskEvent,
@@ -68,6 +69,7 @@ from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 from a2a_hub.stores.sql.schema import (
     EVENTS_CHANNEL,
     events,
+    message_claims,
     meta,
     push_configs,
     push_outbox,
@@ -88,6 +90,7 @@ _enc = msgspec.json.Encoder()
 _task_dec = msgspec.json.Decoder(Task)
 _event_dec = msgspec.json.Decoder(StreamResponse)
 _push_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
+_claim_dec = msgspec.json.Decoder(MessageClaim)
 
 # --- statements ------------------------------------------------------------------------
 
@@ -118,6 +121,16 @@ _LIST_PUSH = (
     .order_by(push_configs.c.created, push_configs.c.config_id)
 )
 _DELETE_PUSH = delete(push_configs).where(*_config_key)
+_mc = message_claims.c
+_claim_key = (
+    _mc.agent_id == _agent,
+    _mc.owner == bindparam("p_owner", type_=String),
+    _mc.message_id == bindparam("p_message", type_=String),
+)
+_GET_CLAIM = select(_mc.data).where(*_claim_key)
+_SET_CLAIM = (
+    update(message_claims).where(*_claim_key).values(data=bindparam("p_data", type_=LargeBinary))
+)
 
 
 _ob = push_outbox.c
@@ -164,7 +177,7 @@ _CLAIM_ONE = update(push_outbox).where(*_ob_key).values(due=bindparam("p_until",
 _ob_ident = tuple_(_ob.agent_id, _ob.task_id, _ob.config_id, _ob.seq, _ob.snapshot)
 
 
-def _claim(dialect: str) -> Any:
+def _claim_deliveries(dialect: str) -> Any:
     """Claim the due heads in one statement (``RETURNING`` them): the conditions are
     checked again on each row as it is updated, so a row another claimant moved
     meanwhile is left out (PostgreSQL also skips rows locked by a concurrent claim)."""
@@ -303,8 +316,9 @@ class _Statements:
             .scalar_subquery(),
             data=bindparam("p_data", type_=LargeBinary),
         )
-        self.claim = _claim(dialect)
+        self.claim_deliveries = _claim_deliveries(dialect)
         self.add_meta = insert(meta).on_conflict_do_nothing()
+        self.add_claim = insert(message_claims).on_conflict_do_nothing()
         # A delivery already queued (or dead) is kept as it is.
         self.add_delivery = insert(push_outbox).on_conflict_do_nothing()
         self.set_push = push_ins.on_conflict_do_update(
@@ -318,6 +332,7 @@ class _Statements:
 
 
 # --- helpers ---------------------------------------------------------------------------
+
 
 _UNREACHABLE = (OSError, sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
 
@@ -634,6 +649,73 @@ class SqlStore(Store):
         if deliveries:
             yield stmts.add_delivery, [_delivery_row(d) for d in deliveries]
 
+    # --- message claims --------------------------------------------------------------
+
+    @_guarded
+    async def claim_message(
+        self, agent_id: str, owner: str | None, message_id: str, claim: MessageClaim
+    ) -> MessageClaim | None:
+        created = claim.created or now()
+        writer = self._writer
+        if writer is None or isinstance(writer, SqliteWriter):
+            steps = self._claim_plan(agent_id, owner or "", message_id, created, claim)
+            if writer is not None:
+                found: bytes | None = await writer.run(steps)
+            else:
+                async with self.engine.begin() as conn:
+                    found = await _drive(conn, steps)
+        else:  # PostgreSQL: in the next batch of claims, one function call
+            found = await writer.claim(
+                agent_id, owner or "", message_id, created, _enc.encode(claim), claim
+            )
+        return None if found is None else _claim_dec.decode(found)
+
+    def _claim_plan(
+        self, agent_id: str, owner: str, message_id: str, created: float, claim: MessageClaim
+    ) -> Generator[tuple[Any, Any], Any, bytes | None]:
+        """The statements of one claim (the writer thread's or a connection's); returns
+        the claim already there (encoded) when ``claim`` was not recorded."""
+        key = {"p_agent": agent_id, "p_owner": owner, "p_message": message_id}
+        data = _enc.encode(claim)
+        if claim.reply is None:
+            row = {
+                "agent_id": agent_id,
+                "owner": owner,
+                "message_id": message_id,
+                "created_at": created,
+                "data": data,
+            }
+            if (yield self._stmts.add_claim, row).rowcount == 1:
+                return None
+            found: bytes | None = (yield _GET_CLAIM, key).scalar_one_or_none()
+            return found
+        found = (yield _GET_CLAIM, key).scalar_one_or_none()
+        if found is None:
+            return None
+        held = _claim_dec.decode(found)
+        if held.reply is not None or held.task_id != claim.task_id:
+            return found
+        yield _SET_CLAIM, {**key, "p_data": data}
+        return None
+
+    @_guarded
+    async def purge_claims(self, agent_id: str, before: float, limit: int = 100) -> int:
+        old = (
+            select(_mc.owner, _mc.message_id)
+            .where(_mc.agent_id == agent_id, _mc.created_at < before)
+            .order_by(_mc.created_at)
+            .limit(limit)
+        )
+        async with self.engine.begin() as conn:
+            keys = (await conn.execute(old)).all()
+            for owner, message_id in keys:
+                await conn.execute(
+                    delete(message_claims).where(
+                        _mc.agent_id == agent_id, _mc.owner == owner, _mc.message_id == message_id
+                    )
+                )
+        return len(keys)
+
     @_guarded
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
         where: list[ColumnElement[bool]] = [tasks.c.agent_id == agent_id]
@@ -733,12 +815,12 @@ class SqlStore(Store):
     ) -> list[Delivery]:
         at = time.time() if now is None else now
         params = {"p_now": at, "p_until": at + lease, "p_limit": limit}
-        rows = await self._write_plan(self._claim_plan(params))
+        rows = await self._write_plan(self._claim_deliveries_plan(params))
         return sorted((_delivery_of(r) for r in rows), key=lambda d: d.due)
 
-    def _claim_plan(self, params: dict[str, Any]) -> _Plan:
+    def _claim_deliveries_plan(self, params: dict[str, Any]) -> _Plan:
         if self._dialect == "postgresql":
-            result = yield self._stmts.claim, params
+            result = yield self._stmts.claim_deliveries, params
             return list(result.all())
         # SQLite: the transaction holds the database's write lock from its start, so
         # reading the heads and then moving each by its key is atomic (and each update is

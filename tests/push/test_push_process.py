@@ -168,7 +168,7 @@ async def test_a_config_stored_on_another_instance_reaches_the_running_task_at_o
     learns of it within the same turn (a signal), sends the snapshot, then every change."""
     receiver = Receiver()
     await receiver.start()
-    chatty = "chatty=tests.support.agents:ChattyExecutor?chunks=40&pause_every=1&delay=0.1"
+    chatty = "chatty=tests.support.agents:Drip?chunks=40&interval=0.1"  # 4 s of chunks
     try:
         async with (
             hub_process(shared_store, tmp_path, chatty) as (a, _),

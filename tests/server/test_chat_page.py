@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -15,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from a2a_hub import AgentExecutor, AgentSpec, Hub, RequestContext, Settings, TaskUpdater
-from tests.server.test_websocket import ToolAgent
-from tests.support.agents import ChattyExecutor, SlowExecutor
+from a2a_hub import AgentSpec, Hub, Settings
+from tests.support.agents import ChattyExecutor, Drip, SlowExecutor, ToolAgent
 from tests.support.hub import LiveServer
+from tests.support.processes import free_port
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -40,17 +39,6 @@ _missing = async_playwright is None or not os.path.exists(CHROMIUM)
 if _missing and os.environ.get("CI") == "true":
     raise RuntimeError("browser tests need playwright and /usr/bin/chromium (make test installs)")
 pytestmark = pytest.mark.skipif(_missing, reason="needs playwright and /usr/bin/chromium")
-
-
-class Drip(AgentExecutor):
-    """Streams 30 chunks, one every 0.1 s."""
-
-    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
-        await updater.start()
-        for i in range(30):
-            await updater.artifact(f"{i:06d}".ljust(8, "."), artifact_id="a", append=i > 0)
-            await asyncio.sleep(0.1)
-        await updater.complete()
 
 
 @pytest.fixture
@@ -139,22 +127,13 @@ async def test_cancel_a_task(server: LiveServer, browser: Any) -> None:
 async def test_server_restart_mid_stream(browser: Any, tmp_path: Path) -> None:
     """The server stops mid-stream; the page reconnects to the new one and shows each chunk once."""
     store = f"sqlite:///{tmp_path}/hub.db"
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
+    port = free_port()
 
     def make() -> LiveServer:
         settings = Settings.from_flat(
             agents=[AgentSpec(id="drip", kind="python", executor="x:y")], store=store
         )
-        live = LiveServer(Hub(settings, executors={"drip": Drip()}))
-        live.sock.close()
-        live.sock = socket.socket()
-        live.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        live.sock.bind(("127.0.0.1", port))
-        live.url = f"http://127.0.0.1:{port}"
-        return live
+        return LiveServer(Hub(settings, executors={"drip": Drip()}), port=port)
 
     first = make()
     await first.__aenter__()

@@ -817,9 +817,11 @@ async def test_outbox_lease_expiry_hands_a_claim_over(store: Store, agent_id: st
 async def test_outbox_retry_dead_and_requeue(store: Store, agent_id: str) -> None:
     task = make_task("t-dead")
     await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    pending, dead_before = await store.outbox_size()  # a shared store may hold others' too
     await store.add_deliveries(
         [delivery(agent_id, task.id, "a", 2), delivery(agent_id, task.id, "a", 3)]
     )
+    assert await store.outbox_size() == (pending + 2, dead_before)
     now = time.time()
     (head,) = await claim_mine(store, agent_id, now)
     head.attempts, head.due, head.first_failure, head.last_error = 1, now + 60, now, "HTTP 500"
@@ -831,11 +833,13 @@ async def test_outbox_retry_dead_and_requeue(store: Store, agent_id: str) -> Non
     await store.update_delivery(retried)
     (next_one,) = await claim_mine(store, agent_id, now + 61)  # dead: no longer holds it back
     assert next_one.seq == 3
+    assert await store.outbox_size() == (pending + 1, dead_before + 1)
     dead = [d for d in await store.dead_deliveries() if d.agent_id == agent_id]
     assert [(d.seq, d.attempts, d.last_error) for d in dead] == [(2, 1, "HTTP 500")]
     assert await store.requeue_deliveries([dead[0].id]) == 1
     assert [d for d in await store.dead_deliveries() if d.agent_id == agent_id] == []
     await store.finish_delivery(next_one)
+    assert await store.outbox_size() == (pending + 1, dead_before)
     (requeued,) = await claim_mine(store, agent_id, time.time() + 1)
     assert requeued.seq == 2 and requeued.attempts == 0
 

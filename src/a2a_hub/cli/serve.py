@@ -79,6 +79,10 @@ def serve(
         use_app_dir(app_dir)
         if settings.server.grpc_port is not None:
             import a2a_hub.server.grpc  # noqa: F401 - fails early with the extra to install
+        if settings.server.tracing != "off":
+            from a2a_hub import tracing
+
+            tracing.configure(settings.server.tracing)  # fails early with the extra to install
         hub = Hub(settings)
     except (SettingsError, ValueError, ImportError) as exc:
         hint = ""

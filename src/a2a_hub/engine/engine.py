@@ -16,6 +16,7 @@ the answer for an unknown task, before anything could reveal that it exists.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
@@ -31,6 +32,7 @@ from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.runs import Runs
 from a2a_hub.engine.state import trim_history
 from a2a_hub.engine.stream import TaskStream
+from a2a_hub.protocol.errors import PermissionDeniedError
 from a2a_hub.protocol.types import (
     ListTasksRequest,
     ListTasksResponse,
@@ -40,6 +42,9 @@ from a2a_hub.protocol.types import (
     TaskPushNotificationConfig,
 )
 from a2a_hub.stores.base import Store, StoredTask
+from a2a_hub.stores.coordinator import PUSH_CONFIG_SIGNAL, Signal
+
+log = logging.getLogger("a2a_hub.engine")
 
 __all__ = ["TaskEngine"]
 
@@ -92,6 +97,7 @@ class TaskEngine:
         if a task with that id exists, the message continues it.  ``extensions`` are
         the activated extensions (the executor's ``ctx.extensions``).
         """
+        _check_invoke(caller)
         run = await self.push.load(
             await self._runs.open(
                 request, new_task_id=new_task_id, caller=caller, extensions=extensions
@@ -125,6 +131,7 @@ class TaskEngine:
         extensions: frozenset[str] = frozenset(),
     ) -> TaskRun:
         """Validate a send and prepare its run (not started): shared by send and stream."""
+        _check_invoke(caller)
         return await self.push.load(
             await self._runs.open(
                 request, new_task_id=new_task_id, caller=caller, extensions=extensions
@@ -140,6 +147,7 @@ class TaskEngine:
         extensions: frozenset[str] = frozenset(),
     ) -> TaskStream:
         """``SendStreamingMessage``: the events of the turn this message starts, live."""
+        _check_invoke(caller)
         run = await self.push.load(
             await self._runs.open(
                 request, new_task_id=new_task_id, caller=caller, extensions=extensions
@@ -240,12 +248,13 @@ class TaskEngine:
 
     async def cancel_task(self, task_id: str, *, caller: Caller = ANONYMOUS) -> Task:
         """``CancelTask``: stop the executor if it runs, and end the task ``canceled``."""
+        _check_invoke(caller)
         run = self._runs.get(task_id)
         if run is not None and run.task is not None and not run.task.status.state.terminal:
             _check_sees(caller, run.owner, task_id)
             return await run.cancel()
         record = await self._record(task_id, caller)
-        return await cancel_stored_task(
+        task = await cancel_stored_task(
             self.store,
             self.agent_id,
             record,
@@ -253,6 +262,13 @@ class TaskEngine:
             instance=self.cluster,
             wait=self.cancel_wait,
         )
+        if record.task.status.state.interrupted:
+            # no execute runs to be told: the executor hears of it through its hook
+            try:
+                await self.executor.cancel_waiting(record.task)
+            except Exception:
+                log.exception("cancel_waiting of agent %s, task %s", self.agent_id, task_id)
+        return task
 
     # --- push notification configs --------------------------------------------------
 
@@ -272,12 +288,30 @@ class TaskEngine:
     ) -> TaskPushNotificationConfig:
         """``CreateTaskPushNotificationConfig`` for ``config.task_id`` (an id is given if it
         has none); returns the stored config, masked."""
+        _check_invoke(caller)
         task_id = config.task_id or ""
         await self.push.check(config)
         await self._visible(task_id, caller)
         stored = await self.push.set(task_id, config)
-        await self.push.registered(self._runs.get(task_id), task_id, stored)
+        run = self._runs.get(task_id)
+        await self.push.registered(run, task_id, stored)
+        cluster = self.cluster
+        if run is None and cluster is not None and cluster.coordinator.shared:
+            # it may run on another instance: that one registers the config now, not next turn
+            await cluster.coordinator.publish(
+                Signal(PUSH_CONFIG_SIGNAL, self.agent_id, task_id, cluster.id)
+            )
         return masked(stored)
+
+    async def push_configs_changed(self, task_id: str) -> None:
+        """Another instance stored a push config of a task that runs here: register the new
+        configs with the run (each gets the task's snapshot first)."""
+        run = self._runs.get(task_id)
+        if run is None:
+            return
+        for config in await self.store.list_push_configs(self.agent_id, task_id):
+            if (config.id or task_id) not in run.push_configs:
+                await self.push.registered(run, task_id, config)
 
     async def get_push_config(
         self, task_id: str, config_id: str, *, caller: Caller = ANONYMOUS
@@ -300,6 +334,7 @@ class TaskEngine:
         self, task_id: str, config_id: str, *, caller: Caller = ANONYMOUS
     ) -> None:
         """``DeleteTaskPushNotificationConfig``; deleting an unknown config is not found."""
+        _check_invoke(caller)
         await self._visible(task_id, caller)
         if not await self.store.delete_push_config(self.agent_id, task_id, config_id):
             raise not_found(task_id, f"it has no push notification config {config_id!r}")
@@ -314,6 +349,14 @@ class TaskEngine:
         await self.flusher.close()
         await self._runs.stop()
         self.pubsub.close()
+
+
+def _check_invoke(caller: Caller) -> None:
+    if not caller.may_invoke:
+        raise PermissionDeniedError(
+            "This API key may read tasks but not call the agent: it needs the invoke scope",
+            data={"scopes": sorted(caller.scopes)},
+        )
 
 
 def _check_sees(caller: Caller, owner: str | None, task_id: str) -> None:

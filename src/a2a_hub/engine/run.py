@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
+from a2a_hub import tracing
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater
 from a2a_hub.engine.flusher import Flusher
@@ -329,7 +330,19 @@ class TaskRun:
             self.driver.cancel()
 
     async def drive(self) -> None:
-        """Run ``execute`` to its end and leave the task in a state that tells the truth."""
+        """Run ``execute`` to its end and leave the task in a state that tells the truth
+        (inside a tracing span when tracing is on, see :mod:`a2a_hub.tracing`)."""
+        if not tracing.active:
+            await self._drive()
+            return
+        with tracing.run_span(self.agent_id, self.task_id, self.context_id) as span:
+            try:
+                await self._drive()
+            finally:
+                if self.task is not None:
+                    span.set_attribute("a2a.task.state", self.task.status.state.value)
+
+    async def _drive(self) -> None:
         failure: str | None = None
         if self.cancel_requested:  # canceled before the executor got to start
             await self._finish(None)

@@ -102,6 +102,7 @@ class Runs(dict[str, TaskRun]):
             metadata=request.metadata,
             extensions=extensions,
             context_loader=self._context_loader(context_id, task_id, owner),
+            owner=owner,
         )
         self.refuse_if_running(task_id, caller)
         return self._add(ctx, owner, None, 0, new_task_id is not None)
@@ -127,6 +128,7 @@ class Runs(dict[str, TaskRun]):
             metadata=request.metadata,
             extensions=extensions,
             context_loader=self._context_loader(task.context_id, task.id, owner),
+            owner=owner,
         )
         self.refuse_if_running(task.id, caller)
         live = msgspec.structs.replace(

@@ -46,6 +46,7 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
+from a2a_hub import metrics
 from a2a_hub._backoff import Backoff
 from a2a_hub.protocol import v01, v03
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig
@@ -62,6 +63,8 @@ A2A_JSON = "application/a2a+json"
 LEASE = 60.0
 #: How often the signing keys are read again from the store.
 KEY_REFRESH = 60.0
+#: Seconds between two counts of the outbox for the ``a2a_push_outbox_deliveries`` gauge.
+BACKLOG_EVERY = 5.0
 
 
 def push_backoff(steps: str, horizon: float) -> Backoff:
@@ -151,13 +154,17 @@ class Dispatcher:
     # --- the loop -------------------------------------------------------------------
 
     async def _run(self) -> None:
-        refreshed = time.monotonic()
+        refreshed = counted = time.monotonic()
         while True:
             self._wake.clear()
             if time.monotonic() - refreshed > KEY_REFRESH:
                 refreshed = time.monotonic()
                 with contextlib.suppress(Exception):
                     await self.keys.refresh()  # other instances' rotations; rotation by age
+            if metrics.enabled() and time.monotonic() - counted > BACKLOG_EVERY:
+                counted = time.monotonic()
+                with contextlib.suppress(Exception):  # an outage is said by the claim below
+                    metrics.push_outbox(*await self.store.outbox_size())
             claimed: list[Delivery] = []
             free = self.concurrency - len(self._sending)
             try:
@@ -210,6 +217,7 @@ class Dispatcher:
         d, config = delivery, source.config
         if config is None:  # deleted since: nothing to send
             self._finished.append(d)
+            metrics.push_delivery("dropped")
             return
         body = await self._body(d, config.hub_protocol, source.event)
         if body is None:
@@ -219,7 +227,9 @@ class Dispatcher:
         if outcome.ok:
             self._finished.append(d)
             self.sent += 1
+            metrics.push_delivery("delivered")
         elif outcome.gone:
+            metrics.push_delivery("gone")
             log.info("push: %s answered 410 Gone; config %s deleted", config.url, d.config_id)
             await self.store.delete_push_config(d.agent_id, d.task_id, d.config_id)
             self._finished.append(d)
@@ -236,8 +246,10 @@ class Dispatcher:
         if outcome.permanent or self.backoff.exhausted(d.attempts, now - d.first_failure):
             d.dead = True
             log.warning("push: delivery %s is dead: %s", d.id, outcome.error)
+            metrics.push_delivery("dead")
         else:
             d.due = now + self.backoff.delay(d.attempts, outcome.retry_after)
+            metrics.push_delivery("retry")
         self._updated.append(d)
 
     async def _body(

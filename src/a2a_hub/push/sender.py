@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
+from a2a_hub import tracing
 from a2a_hub.push.urls import UnresolvedWebhookError, UnsafeWebhookError, WebhookPolicy
 
 __all__ = ["Connections", "Outcome", "WebhookSender", "retry_after_seconds"]
@@ -255,11 +256,13 @@ class WebhookSender:
         except UnsafeWebhookError as exc:
             return Outcome(ok=False, permanent=True, error=str(exc))
         lines = [f"Content-Length: {len(body)}", "User-Agent: a2a-hub"]
-        lines.extend(f"{name}: {value}" for name, value in headers.items())
-        request = target.head + ("\r\n".join(lines) + "\r\n\r\n").encode() + body
         try:
-            async with asyncio.timeout(self.timeout):
-                status, answer = await self.connections.post(target.key, request)
+            with tracing.client_span("a2a.push.deliver", {"url.full": url}):
+                sent = tracing.inject_headers(dict(headers)) if tracing.active else headers
+                lines.extend(f"{name}: {value}" for name, value in sent.items())
+                request = target.head + ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+                async with asyncio.timeout(self.timeout):
+                    status, answer = await self.connections.post(target.key, request)
         except TimeoutError:
             return Outcome(ok=False, error=f"timed out after {self.timeout:g} s")
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, HttpError) as exc:

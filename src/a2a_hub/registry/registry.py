@@ -559,6 +559,31 @@ class Registry:
                 (row.seq, msgspec.json.decode(row.data, type=Message)) for row in rows
             ]
 
+    async def conversation_tail(
+        self, agent_id: str, context_id: str, limit: int = 50
+    ) -> tuple[str | None, list[Message]] | None:
+        """The owner and the last ``limit`` messages of a conversation (oldest first);
+        None if the conversation is unknown."""
+        async with self.engine.connect() as conn:
+            found = (
+                await conn.execute(
+                    select(conversations.c.owner).where(
+                        (conversations.c.agent_id == agent_id)
+                        & (conversations.c.context_id == context_id)
+                    )
+                )
+            ).first()
+            if found is None:
+                return None
+            rows = await conn.execute(
+                select(messages.c.data)
+                .where((messages.c.agent_id == agent_id) & (messages.c.context_id == context_id))
+                .order_by(messages.c.seq.desc())
+                .limit(limit)
+            )
+            tail = [msgspec.json.decode(row.data, type=Message) for row in rows]
+        return found.owner, tail[::-1]
+
     async def list_conversations(
         self, agent_id: str | None = None, owner: str | None = None, limit: int = 100
     ) -> list[dict[str, Any]]:

@@ -47,7 +47,7 @@ from a2a_hub.protocol.types import (
     TaskPushNotificationConfig,
 )
 from a2a_hub.server.caller import caller_of
-from a2a_hub.server.errors import JSON, encode_error, protocol_error
+from a2a_hub.server.errors import JSON, WWW_AUTHENTICATE, encode_error, protocol_error
 from a2a_hub.server.extensions import activate_for_request
 from a2a_hub.server.http import a2a_version, agent_of, hub_of, read_body
 from a2a_hub.server.hub import HostedAgent
@@ -103,6 +103,8 @@ def _decode(raw: msgspec.Raw, kind: type[T]) -> T:
         return fieldnames.decode(raw, kind)
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(f"invalid params: {_field_msg(exc)}") from None
+    except msgspec.DecodeError as exc:  # the envelope skipped params: not UTF-8, too deep
+        raise JSONParseError(f"Invalid JSON payload: {exc}") from None
 
 
 def _field_msg(exc: msgspec.ValidationError) -> str:
@@ -112,7 +114,10 @@ def _field_msg(exc: msgspec.ValidationError) -> str:
 def _decode_any(raw: msgspec.Raw) -> Any:
     if not raw:
         raise InvalidParamsError("params is required for this method")
-    params = _any_dec.decode(raw)
+    try:
+        params = fieldnames.decode_with(_any_dec, raw)
+    except msgspec.DecodeError as exc:
+        raise JSONParseError(f"Invalid JSON payload: {exc}") from None
     if not isinstance(params, dict):
         raise InvalidParamsError("params must be an object")
     return params
@@ -474,7 +479,7 @@ def _family_of(version: str) -> str:
 def _readable_id(body: bytes) -> str | int | None:
     """The ``id`` of a request that is not valid JSON-RPC, if one can be read (else None)."""
     try:
-        obj = _any_dec.decode(body)
+        obj = fieldnames.decode_with(_any_dec, body)
     except msgspec.DecodeError:
         return None
     if not isinstance(obj, dict):
@@ -518,7 +523,9 @@ async def rpc(request: Request) -> Response:
 
     A request refused before its body is parsed (no such agent, a body over the
     limit, a Content-Type that is not JSON) gets the error's HTTP status; after that
-    every error is a JSON-RPC error object with HTTP 200.  Never raises.
+    every error is a JSON-RPC error object with HTTP 200, except a missing credential
+    (401 with ``WWW-Authenticate``, e.g. ``GetExtendedAgentCard`` without a key).  Never
+    raises.
     """
     hub = hub_of(request)
     req_id: str | int | None = None
@@ -537,7 +544,7 @@ async def rpc(request: Request) -> Response:
             raise
         status = 200
         try:
-            env = _env_dec.decode(body)
+            env = fieldnames.decode_with(_env_dec, body)
         except msgspec.ValidationError as exc:
             req_id = _readable_id(body)
             family = _family_or_none(version)
@@ -561,6 +568,11 @@ async def rpc(request: Request) -> Response:
         return Response(_enc.encode(_Ok("2.0", req_id, result)), media_type=JSON)
     except Exception as exc:
         err = protocol_error(exc, where)
-        return Response(
-            encode_error(req_id, err, family or "1.0"), status or err.http_status, media_type=JSON
+        # a missing credential is a 401 on every binding (the extended card asks for one)
+        http_status = 401 if err.http_status == 401 else status or err.http_status
+        response = Response(
+            encode_error(req_id, err, family or "1.0"), http_status, media_type=JSON
         )
+        if http_status == 401:
+            response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+        return response

@@ -167,6 +167,13 @@ class ServerSettings(Section):
         Literal["plain", "json"],
         setting("Application logs as plain text or JSON lines.", metavar="FORMAT"),
     ] = "plain"
+    tracing: Annotated[
+        Literal["off", "otlp", "console", "api"],
+        setting(
+            "OpenTelemetry spans (a2a-hub[otel]): off, otlp, console, or api (your provider).",
+            metavar="MODE",
+        ),
+    ] = "off"
     graceful_timeout: Annotated[
         float,
         setting(

@@ -448,6 +448,10 @@ class PushOutbox(ABC):
         """The deliveries that gave up, oldest due first."""
 
     @abstractmethod
+    async def outbox_size(self) -> tuple[int, int]:
+        """How many deliveries are pending (queued, due or claimed) and how many are dead."""
+
+    @abstractmethod
     async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:
         """Queue dead deliveries again (those with these :attr:`Delivery.id`, or all), due
         now with no attempts; returns how many."""

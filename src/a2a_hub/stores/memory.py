@@ -256,6 +256,10 @@ class MemoryStore(Store):
         dead = sorted((d for d in self._outbox.values() if d.dead), key=lambda d: d.due)
         return [msgspec.structs.replace(d) for d in dead[:limit]]
 
+    async def outbox_size(self) -> tuple[int, int]:
+        dead = sum(1 for d in self._outbox.values() if d.dead)
+        return len(self._outbox) - dead, dead
+
     async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:
         wanted = None if ids is None else set(ids)
         count = 0

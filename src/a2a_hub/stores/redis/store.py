@@ -647,6 +647,15 @@ class RedisStore(Store):
         return found[:limit]
 
     @_guarded
+    async def outbox_size(self) -> tuple[int, int]:
+        _, data, dead = self._outbox_keys
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.hlen(data)
+            pipe.hlen(dead)
+            pending, gone = await pipe.execute()
+        return int(pending), int(gone)
+
+    @_guarded
     async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:
         due, data, dead = self._outbox_keys
         wanted = None if ids is None else set(ids)

@@ -205,6 +205,7 @@ _DEAD = (
     .order_by(_ob.due)
     .limit(bindparam("p_limit", type_=Integer))
 )
+_OUTBOX_SIZE = select(_ob.dead, func.count()).group_by(_ob.dead)
 _REQUEUE = (
     update(push_outbox)
     .where(*_ob_key, _ob.dead == 1)
@@ -841,6 +842,13 @@ class SqlStore(Store):
         async with self._read() as conn:
             rows = (await conn.execute(_DEAD, {"p_limit": limit})).all()
         return [_delivery_of(r) for r in rows]
+
+    @_guarded
+    async def outbox_size(self) -> tuple[int, int]:
+        async with self._read() as conn:
+            rows = (await conn.execute(_OUTBOX_SIZE)).all()
+        counts = {bool(dead): int(n) for dead, n in rows}
+        return counts.get(False, 0), counts.get(True, 0)
 
     @_guarded
     async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:

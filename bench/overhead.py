@@ -18,7 +18,9 @@ other processes compete for the cores), next to the median rates:
   90 %);
 * ``SendMessage``, REST ``message:send``, ``SendStreamingMessage`` (SSE read to its end)
   and ``GetTask`` with metrics on against off (issue 15: no scenario more than 5 %
-  slower).
+  slower);
+* in this process, without I/O, the CPU the key check and each metrics step add to one
+  request (see :func:`recording_cost`).
 
 The clients are raw asyncio connections on uvloop in this process (pinned to the client
 core); a response counts only if it carries the completed task and no error.
@@ -264,10 +266,11 @@ async def measure(key: str, task_ids: dict[str, str], servers: dict[str, Server]
 
 
 def recording_cost(n: int = 100_000) -> dict[str, float]:
-    """Microseconds of CPU the metrics add to one request, measured in this process without
-    any I/O (steady where end-to-end figures drown in the machine's noise): the request
-    middleware around a bare ASGI app against the bare app, a run's task metrics, a
-    stream's metrics, one store operation's histogram."""
+    """Microseconds of CPU the key check and the metrics add to one request, measured in
+    this process without any I/O (steady where end-to-end figures drown in the machine's
+    noise): finding a request's key and its caller in the authenticator's cache, the
+    request middleware around a bare ASGI app against the bare app, a run's task metrics,
+    a stream's metrics, one store operation's histogram."""
     from a2a_hub import metrics
     from a2a_hub.server.jsonrpc import rpc
     from a2a_hub.server.metrics import MetricsMiddleware
@@ -309,7 +312,30 @@ def recording_cost(n: int = 100_000) -> dict[str, float]:
         metrics.STREAM_SECONDS.observe(0.001)
         metrics.STREAM_EVENTS.inc(4)
 
+    async def key_check() -> float:
+        from a2a_hub.registry import KeyInfo
+        from a2a_hub.server.auth import Authenticator, key_of
+
+        info = KeyInfo(
+            id="k", prefix="a2ah_x", principal="bench", scopes=["invoke"], agents=["keyed"],
+            created_at=time.time(),
+        )  # fmt: skip
+
+        class Registry:  # answers the first lookup; the rest are the cache's
+            async def lookup_key(self, key: str) -> KeyInfo:
+                return info
+
+        auth = Authenticator(Registry(), cache_seconds=3600)  # type: ignore[arg-type]
+        scope = {"headers": [(b"content-type", b"application/json"), (b"x-api-key", b"a2ah_x")]}
+        await auth.caller("a2ah_x")
+        start = time.process_time()
+        for _ in range(n):
+            caller = await auth.caller(key_of(scope) or "")
+            assert caller.agents is not None and "keyed" in caller.agents
+        return (time.process_time() - start) / n * 1e6
+
     return {
+        "API key check (a cache hit)": asyncio.run(key_check()),
         "request middleware": asyncio.run(middleware()),
         "task metrics of a run": per_call(run),
         "stream metrics of an SSE response": per_call(stream),
@@ -388,7 +414,7 @@ def report(result: dict[str, Any]) -> None:
         )
     console.print(table)
     costs = result["recording_us"]
-    table = Table(title="metrics: CPU the recording adds per request (in-process, no I/O)")
+    table = Table(title="CPU the key check and the metrics add per request (in-process, no I/O)")
     table.add_column("what")
     table.add_column("µs", justify="right")
     for what, us in costs.items():

@@ -39,7 +39,7 @@ from a2a_hub.stores import (
     TaskQuery,
     open_store,
 )
-from a2a_hub.stores.base import Delivery
+from a2a_hub.stores.base import Delivery, MessageClaim
 from tests.support.stores import Backend, StoreHarness
 
 # --- builders --------------------------------------------------------------------------
@@ -945,3 +945,81 @@ async def test_purge_expired_removes_old_terminal_tasks_only(store: Store, agent
     left = await store.list_tasks(agent_id, TaskQuery())
     assert sorted(t.id for t in left.tasks) == ["running", "waiting"]
     assert await store.last_seq(agent_id, running.id) == 1
+
+
+# --- message claims (idempotent sends) ---------------------------------------------------
+
+
+def reply_message(text: str) -> Message:
+    return Message(message_id=f"r-{text}", role=Role.AGENT, parts=[Part(text=text)])
+
+
+async def test_claim_message_records_once_and_returns_the_first(
+    store: Store, agent_id: str
+) -> None:
+    first = MessageClaim(task_id="t-1", seq=0, instance="a", created=time.time())
+    assert await store.claim_message(agent_id, "alice", "m-1", first) is None
+    again = MessageClaim(task_id="t-2", seq=3, instance="b", created=time.time())
+    assert await store.claim_message(agent_id, "alice", "m-1", again) == first
+    # the key is (agent, owner, message id): anything else is another message
+    assert await store.claim_message(agent_id, "bob", "m-1", again) is None
+    assert await store.claim_message(agent_id, None, "m-1", again) is None
+    assert await store.claim_message(agent_id, "alice", "m-2", again) is None
+    other_agent = agent_id + "-other"
+    assert await store.claim_message(other_agent, "alice", "m-1", again) is None
+    assert await store.claim_message(agent_id, None, "m-1", first) == again
+    await store.purge_claims(other_agent, time.time() + 60, 100)
+
+
+async def test_claim_message_reply_completes_only_its_own_claim(
+    store: Store, agent_id: str
+) -> None:
+    claim = MessageClaim(task_id="t-1", instance="a", created=time.time())
+    assert await store.claim_message(agent_id, "alice", "m-1", claim) is None
+    # a reply for another task changes nothing
+    foreign = msgspec.structs.replace(claim, task_id="t-9", reply=reply_message("no"))
+    assert await store.claim_message(agent_id, "alice", "m-1", foreign) == claim
+    answered = msgspec.structs.replace(claim, reply=reply_message("yes"))
+    assert await store.claim_message(agent_id, "alice", "m-1", answered) is None
+    fresh = MessageClaim(task_id="t-2", created=time.time())
+    found = await store.claim_message(agent_id, "alice", "m-1", fresh)
+    assert found == answered and found is not None and found.reply == reply_message("yes")
+    # the first reply stays
+    later = msgspec.structs.replace(claim, reply=reply_message("later"))
+    assert await store.claim_message(agent_id, "alice", "m-1", later) == answered
+
+
+async def test_concurrent_claims_of_one_message_have_one_winner(
+    harness: StoreHarness, agent_id: str
+) -> None:
+    store = harness.store
+    other = await harness.open() if harness.backend.durable else store
+    claims = [MessageClaim(task_id=f"t-{i}", created=time.time()) for i in range(50)]
+    results = await asyncio.gather(
+        *(
+            (store if i % 2 else other).claim_message(agent_id, "alice", "m-race", c)
+            for i, c in enumerate(claims)
+        )
+    )
+    winners = [c for c, r in zip(claims, results, strict=True) if r is None]
+    assert len(winners) == 1
+    assert all(r == winners[0] for r in results if r is not None)
+
+
+async def test_purge_claims_removes_old_claims_only(store: Store, agent_id: str) -> None:
+    old = time.time() - 7200
+    for i in range(3):
+        claim = MessageClaim(task_id=f"old-{i}", created=old)
+        assert await store.claim_message(agent_id, "alice", f"old-{i}", claim) is None
+    new = MessageClaim(task_id="new", created=time.time())
+    assert await store.claim_message(agent_id, "alice", "new", new) is None
+    removed = await store.purge_claims(agent_id, time.time() - 3600, limit=2)
+    removed += await store.purge_claims(agent_id, time.time() - 3600, limit=2)
+    if removed == 0:  # a backend whose claims expire by themselves (Redis: key TTLs)
+        assert await store.purge_claims(agent_id, time.time() - 3600) == 0
+        return
+    assert removed == 3
+    assert await store.purge_claims(agent_id, time.time() - 3600) == 0
+    again = MessageClaim(task_id="again", created=time.time())
+    assert await store.claim_message(agent_id, "alice", "old-0", again) is None
+    assert await store.claim_message(agent_id, "alice", "new", again) == new

@@ -218,3 +218,35 @@ class Tap(AgentExecutor):
             self.chunks += 1
             await asyncio.sleep(self.interval)
         await updater.complete()
+
+
+class Counted(AgentExecutor):
+    """Counts its executions (``runs``; with ``A2A_TEST_RUNS_DIR`` set, also one file per
+    execution there, for counting across processes), works ``delay`` seconds, completes."""
+
+    reply = False
+
+    def __init__(self, delay: float | str = 0.3) -> None:
+        self.delay = float(delay)  # a query option of the python kind comes as text
+        self.runs = 0
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        self.runs += 1
+        folder = os.environ.get("A2A_TEST_RUNS_DIR")
+        if folder:
+            path = os.path.join(folder, f"{os.getpid()}-{ctx.task_id}-{self.runs}")
+            await asyncio.to_thread(_write, path, ctx.message.message_id)
+        if self.reply:
+            await asyncio.sleep(self.delay)
+            await updater.reply(f"counted: {ctx.text}")
+            return
+        await updater.start()
+        await asyncio.sleep(self.delay)
+        await updater.artifact(f"counted: {ctx.text}")
+        await updater.complete()
+
+
+class CountedReply(Counted):
+    """:class:`Counted` answering with a direct message (no task)."""
+
+    reply = True

@@ -20,6 +20,7 @@ import logging
 from collections.abc import Mapping
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
+from a2a_hub.engine.claims import Claims
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.ending import cancel_stored_task
 from a2a_hub.engine.executor import AgentExecutor
@@ -32,7 +33,7 @@ from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.runs import Runs
 from a2a_hub.engine.state import trim_history
 from a2a_hub.engine.stream import TaskStream
-from a2a_hub.protocol.errors import PermissionDeniedError
+from a2a_hub.protocol.errors import PermissionDeniedError, UnsupportedOperationError
 from a2a_hub.protocol.types import (
     ListTasksRequest,
     ListTasksResponse,
@@ -41,12 +42,14 @@ from a2a_hub.protocol.types import (
     Task,
     TaskPushNotificationConfig,
 )
-from a2a_hub.stores.base import Store, StoredTask
+from a2a_hub.stores.base import MessageClaim, Store, StoredTask
 from a2a_hub.stores.coordinator import PUSH_CONFIG_SIGNAL, Signal
 
 log = logging.getLogger("a2a_hub.engine")
 
 __all__ = ["TaskEngine"]
+
+log = logging.getLogger("a2a_hub.engine")
 
 
 class TaskEngine:
@@ -76,6 +79,9 @@ class TaskEngine:
         #: Each task's events after a given seq, those not written yet included.
         coordinator = None if cluster is None else cluster.coordinator
         self.log = TaskLog(agent_id, store, self._runs, coordinator)
+        #: Idempotent sends: each message id of a caller runs once.
+        self.claims = Claims(agent_id, store, self._runs, self.log, cluster)
+        self._runs.claims = self.claims
         #: The tasks' push notification configs (the hub sets ``push.check_url``).
         self.push = PushConfigs(agent_id, store)
         if cluster is not None:
@@ -95,28 +101,29 @@ class TaskEngine:
 
         ``new_task_id`` is the id a new task gets (0.1 clients choose their own);
         if a task with that id exists, the message continues it.  ``extensions`` are
-        the activated extensions (the executor's ``ctx.extensions``).
+        the activated extensions (the executor's ``ctx.extensions``).  A message id the
+        caller already sent is answered with what its first request produced.
         """
-        _check_invoke(caller)
-        run = await self.push.load(
-            await self._runs.open(
-                request, new_task_id=new_task_id, caller=caller, extensions=extensions
-            )
-        )
+        opened = await self._open(request, new_task_id, caller, extensions)
         config = request.configuration
-        if config is not None and config.task_push_notification_config is not None:
-            await self.push.register_inline(run, config.task_push_notification_config)
         history_length = config.history_length if config is not None else None
+        if isinstance(opened, MessageClaim):
+            return await self._repeat(request, caller, opened)
+        run = opened
         if config is not None and config.return_immediately:
             run.ensure_task()
-            await run.flush()
-            run.driver = asyncio.ensure_future(run.drive())
+            try:
+                await run.flush()
+            finally:
+                # Written or not, the task runs: the claim makes a retry of this message
+                # find it (and the flusher writes it, with its lease, once it can).
+                run.driver = asyncio.ensure_future(self._drive(run))
             return trim_history(run.snapshot(), history_length)
         # Blocking: run the executor right here, in the request's own asyncio task (no
         # task to create, no hop through the loop).  A CancelTask cancels this task;
         # drive() absorbs that cancellation and leaves the task canceled.
         run.driver = asyncio.current_task()
-        await run.drive()
+        await self._drive(run, answer=True)
         result = run.settled.result()
         if isinstance(result, Task):
             return trim_history(result, history_length)
@@ -130,13 +137,17 @@ class TaskEngine:
         caller: Caller = ANONYMOUS,
         extensions: frozenset[str] = frozenset(),
     ) -> TaskRun:
-        """Validate a send and prepare its run (not started): shared by send and stream."""
-        _check_invoke(caller)
-        return await self.push.load(
-            await self._runs.open(
-                request, new_task_id=new_task_id, caller=caller, extensions=extensions
+        """Validate a send and prepare its run (not started): shared by send and stream.
+
+        A message id the caller already sent is refused here (it has no run to start)."""
+        opened = await self._open(request, new_task_id, caller, extensions, register=False)
+        if isinstance(opened, MessageClaim):
+            raise UnsupportedOperationError(
+                f"Message {request.message.message_id} was already sent "
+                f"(task {opened.task_id}); follow that task",
+                data={"messageId": request.message.message_id, "taskId": opened.task_id},
             )
-        )
+        return opened
 
     async def send_stream(
         self,
@@ -146,22 +157,114 @@ class TaskEngine:
         caller: Caller = ANONYMOUS,
         extensions: frozenset[str] = frozenset(),
     ) -> TaskStream:
-        """``SendStreamingMessage``: the events of the turn this message starts, live."""
-        _check_invoke(caller)
-        run = await self.push.load(
-            await self._runs.open(
-                request, new_task_id=new_task_id, caller=caller, extensions=extensions
-            )
-        )
-        config = request.configuration
-        if config is not None and config.task_push_notification_config is not None:
-            await self.push.register_inline(run, config.task_push_notification_config)
+        """``SendStreamingMessage``: the events of the turn this message starts, live (for
+        a message id already sent: those of its first request's turn)."""
+        opened = await self._open(request, new_task_id, caller, extensions)
+        if isinstance(opened, MessageClaim):
+            resolved = await self.claims.resolve(caller.owner, request.message.message_id, opened)
+            stream = TaskStream(self.log, self.pubsub, opened.task_id, after=opened.seq)
+            if isinstance(resolved, Message):
+                return stream.reply(resolved)
+            return await stream.start()
+        run = opened
         run.ctx.streaming = True
         fresh = run.task is None  # else a continued task: from its snapshot, new message included
         stream = TaskStream(self.log, self.pubsub, run.task_id, after=0 if fresh else None)
         await stream.start(fresh=fresh)
-        run.driver = asyncio.ensure_future(run.drive())
+        run.driver = asyncio.ensure_future(self._drive(run))
         return stream
+
+    async def _open(
+        self,
+        request: SendMessageRequest,
+        new_task_id: str | None,
+        caller: Caller,
+        extensions: frozenset[str],
+        *,
+        register: bool = True,
+    ) -> TaskRun | MessageClaim:
+        """Open the run of a send (its message claimed) with its push configs loaded and,
+        with ``register``, the request's inline push config registered; or the claim of
+        the first request of a message id already sent.  A run that cannot be prepared is
+        dropped before its executor starts."""
+        _check_invoke(caller)
+        opened = await self._runs.open(
+            request, new_task_id=new_task_id, caller=caller, extensions=extensions
+        )
+        if isinstance(opened, MessageClaim):
+            return opened
+        try:
+            run = await self.push.load(opened)
+            config = request.configuration
+            if register and config is not None and config.task_push_notification_config is not None:
+                await self.push.register_inline(run, config.task_push_notification_config)
+        except BaseException:
+            if self._runs.get(opened.task_id) is opened:
+                del self._runs[opened.task_id]
+            raise
+        return run
+
+    async def _drive(self, run: TaskRun, *, answer: bool = False) -> None:
+        """Drive ``run``; a direct reply of the agent is kept with the message's claim
+        (before the request is answered, with ``answer``)."""
+        key = self._runs.claim_key(run.task_id)
+        await run.drive()
+        if key is None or not run.settled.done() or run.settled.exception() is not None:
+            return
+        reply = run.settled.result()
+        if isinstance(reply, Message):
+            try:
+                await self.claims.record_reply(key[0], key[1], run.task_id, reply)
+            except Exception as exc:
+                if answer:
+                    raise
+                log.warning("could not keep the reply to message %s: %s", key[1], exc)
+
+    async def _repeat(
+        self, request: SendMessageRequest, caller: Caller, claim: MessageClaim
+    ) -> Task | Message:
+        """``SendMessage`` of a message id already sent: what its first request produced
+        (non-blocking: the task as it is now; blocking: once its turn has settled)."""
+        resolved = await self.claims.resolve(caller.owner, request.message.message_id, claim)
+        if isinstance(resolved, Message):
+            return resolved
+        config = request.configuration
+        history_length = config.history_length if config is not None else None
+        immediate = config is not None and config.return_immediately
+        if isinstance(resolved, TaskRun):
+            if immediate and resolved.task is not None:
+                return trim_history(resolved.snapshot(), history_length)
+            if immediate:
+                await self._first_event(claim)
+                if resolved.task is not None:
+                    return trim_history(resolved.snapshot(), history_length)
+            result = await asyncio.shield(resolved.settled)
+            return trim_history(result, history_length) if isinstance(result, Task) else result
+        task = resolved.task
+        if not immediate and not (task.status.state.terminal or task.status.state.interrupted):
+            stream = TaskStream(self.log, self.pubsub, claim.task_id, after=claim.seq)
+            try:
+                await stream.start()
+                async for _ in stream:
+                    pass
+            finally:
+                stream.close()
+            task = (await self._record(claim.task_id, caller)).task
+            run = self._runs.get(claim.task_id)
+            if run is not None and run.task is not None:
+                task = run.snapshot()
+        return trim_history(task, history_length)
+
+    async def _first_event(self, claim: MessageClaim) -> None:
+        """Wait for the first event of the turn ``claim`` belongs to (or its direct reply)."""
+        stream = TaskStream(self.log, self.pubsub, claim.task_id, after=claim.seq)
+        try:
+            await stream.start()
+            await stream.next()
+        except StopAsyncIteration:
+            pass
+        finally:
+            stream.close()
 
     async def subscribe(
         self, task_id: str, after: int | None = None, *, caller: Caller = ANONYMOUS

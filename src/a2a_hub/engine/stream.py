@@ -24,7 +24,7 @@ from a2a_hub import metrics
 from a2a_hub.engine.log import LogTrimmedError, TaskLog
 from a2a_hub.engine.pubsub import DEFAULT_BUFFER, PubSub, Subscription
 from a2a_hub.protocol.errors import InvalidParamsError
-from a2a_hub.protocol.types import Role, StreamResponse
+from a2a_hub.protocol.types import Message, Role, StreamResponse
 from a2a_hub.stores.base import TaskEvent
 
 __all__ = [
@@ -107,6 +107,11 @@ class TaskStream:
         #: stream ends with its turn (an interrupted state included).
         self.until_terminal = False
         pubsub.topic(task_id).add(self.sub)
+
+    def reply(self, message: Message) -> TaskStream:
+        """Make this stream yield the agent's direct reply ``message``, then end."""
+        self._pending.append(TaskEvent(0, StreamResponse(message=message)))
+        return self
 
     async def start(self, *, fresh: bool = False) -> TaskStream:
         """Read the backlog (unless ``fresh``: a new task has none); raise protocol errors."""
@@ -219,15 +224,25 @@ def check_position(value: str | int | None) -> int | None:
     """Parse a ``Last-Event-ID``: ``None`` or a non-negative integer, else a clear error."""
     if value is None or value == "":
         return None
+    text = value.strip() if isinstance(value, str) else None
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
+    elif text is not None and text.isascii() and text.isdigit() and len(text) <= 19:
+        number = int(text)
     else:
+        shown = repr(value)
+        if len(shown) > 40:
+            shown = f"{shown[:40]}… ({len(shown)} characters)"
         raise InvalidParamsError(
-            f"Last-Event-ID {value!r} is not an event number; use the id: of the last event "
+            f"Last-Event-ID {shown} is not an event number; use the id: of the last event "
             "you received (a non-negative integer)"
         )
     if number < 0:
         raise InvalidParamsError("Last-Event-ID must be 0 or more")
+    if number > _MAX_SEQ:
+        raise InvalidParamsError(f"Last-Event-ID must be at most {_MAX_SEQ}")
     return number
+
+
+#: The largest event number a store holds (a signed 64-bit integer).
+_MAX_SEQ = 2**63 - 1

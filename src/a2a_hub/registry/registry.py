@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
-from sqlalchemy import bindparam, delete, event, insert, select, tuple_, update
+from sqlalchemy import and_, bindparam, delete, event, insert, or_, select, update
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -450,7 +450,25 @@ class Registry:
         owners: dict[tuple[str, str], str | None] = {}
         for agent_id, context_id, owner, _, _ in entries:
             owners.setdefault((agent_id, context_id), owner)
-        key = tuple_(conversations.c.agent_id, conversations.c.context_id)
+        # Per agent, "context_id IN (…)": an index serves it on SQLite and PostgreSQL alike
+        # (a row-value IN list makes SQLite scan the whole table); extra rows are ignored.
+        contexts_of: dict[str, list[str]] = {}
+        for agent_id, context_id in pairs:
+            contexts_of.setdefault(agent_id, []).append(context_id)
+        cc, mc = conversations.c, messages.c
+        conversation_where = or_(
+            *(and_(cc.agent_id == a, cc.context_id.in_(cs)) for a, cs in contexts_of.items())
+        )
+        message_where = or_(
+            *(
+                and_(
+                    mc.agent_id == a,
+                    mc.context_id.in_(cs),
+                    mc.message_id.in_({m.message_id for e in entries if e[0] == a for m in e[4]}),
+                )
+                for a, cs in contexts_of.items()
+            )
+        )
         async with self.engine.begin() as conn:
             await conn.execute(
                 _insert_ignore(conn.dialect.name, conversations),
@@ -467,22 +485,15 @@ class Registry:
                 ],
             )
             found = await conn.execute(
-                select(
-                    conversations.c.agent_id, conversations.c.context_id, conversations.c.last_seq
-                )
-                .where(key.in_(pairs))
+                select(cc.agent_id, cc.context_id, cc.last_seq)
+                .where(conversation_where)
                 .with_for_update()
             )
             seqs = {(r.agent_id, r.context_id): int(r.last_seq) for r in found}
-            ids = [(a, c, m.message_id) for a, c, _, _, ms in entries for m in ms]
             known = {
                 (r.agent_id, r.context_id, r.message_id)
                 for r in await conn.execute(
-                    select(messages.c.agent_id, messages.c.context_id, messages.c.message_id).where(
-                        tuple_(
-                            messages.c.agent_id, messages.c.context_id, messages.c.message_id
-                        ).in_(ids)
-                    )
+                    select(mc.agent_id, mc.context_id, mc.message_id).where(message_where)
                 )
             }
             rows = []

@@ -31,10 +31,19 @@ from collections.abc import AsyncIterator, Sequence
 import msgspec
 from starlette._utils import get_route_path
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Match, Mount, Route, WebSocketRoute, compile_path
+from starlette.routing import (
+    BaseRoute,
+    Match,
+    Mount,
+    Route,
+    Router,
+    WebSocketRoute,
+    compile_path,
+)
 from starlette.types import Scope
 
 from a2a_hub import metrics, tracing
@@ -46,7 +55,7 @@ from a2a_hub.server.auth import ApiKeyMiddleware
 from a2a_hub.server.cards import agent_card, jwks, legacy_agent_card
 from a2a_hub.server.chat import chat_asset, chat_page
 from a2a_hub.server.conversations import context_messages
-from a2a_hub.server.errors import JSON
+from a2a_hub.server.errors import JSON, http_exception
 from a2a_hub.server.extensions import ExtensionsMiddleware
 from a2a_hub.server.health import healthz, readyz, version
 from a2a_hub.server.http import base_url, hub_of
@@ -130,6 +139,11 @@ AGENT_ROUTES: list[BaseRoute] = [
 ]
 
 
+def _router(routes: Sequence[BaseRoute]) -> Router:
+    """A mount's router: unknown paths are the app's 404 (JSON, slash redirects included)."""
+    return Router(routes=list(routes), redirect_slashes=False)
+
+
 class AgentMount(Mount):
     """A :class:`Mount` of the agent routes that also answers at its bare prefix.
 
@@ -153,7 +167,7 @@ class AgentMount(Mount):
         middleware: Sequence[Middleware] | None = None,
         claim_unknown: bool = True,
     ) -> None:
-        super().__init__(path, routes=routes, middleware=middleware)
+        super().__init__(path, app=_router(routes), middleware=middleware)
         prefix = compile_path(self.path)[0].pattern.removesuffix("$") if self.path else "^"
         self._regex = re.compile(prefix + "(?P<_rest>/.*)?$")
         self._claim_unknown = claim_unknown
@@ -264,7 +278,7 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         Route("/version", version, methods=["GET"]),
         Route("/", index, methods=["GET"]),
-        Mount("/admin/v1", routes=ADMIN_ROUTES),
+        Mount("/admin/v1", app=_router(ADMIN_ROUTES)),
         Route("/.well-known/jwks.json", jwks, methods=["GET"]),
         AgentMount("/a2a/{agent_id}", AGENT_ROUTES, middleware=middleware),
         AgentMount("", AGENT_ROUTES, middleware=middleware, claim_unknown=False),
@@ -278,7 +292,13 @@ def create_app(
     tracing.configure(server.tracing)
     if server.tracing != "off":
         outer.insert(0, Middleware(TracingMiddleware))
-    app = Starlette(routes=routes, middleware=outer, lifespan=lifespan)
+    app = Starlette(
+        routes=routes,
+        middleware=outer,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: http_exception},
+    )
+    app.router.redirect_slashes = False  # errors.http_exception redirects, with a JSON body
     app.state.hub = hub
     app.state.drain = drain
     return app

@@ -103,6 +103,8 @@ def _decode(raw: msgspec.Raw, kind: type[T]) -> T:
         return fieldnames.decode(raw, kind)
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(f"invalid params: {_field_msg(exc)}") from None
+    except msgspec.DecodeError as exc:  # the envelope skipped params: not UTF-8, too deep
+        raise JSONParseError(f"Invalid JSON payload: {exc}") from None
 
 
 def _field_msg(exc: msgspec.ValidationError) -> str:
@@ -112,7 +114,10 @@ def _field_msg(exc: msgspec.ValidationError) -> str:
 def _decode_any(raw: msgspec.Raw) -> Any:
     if not raw:
         raise InvalidParamsError("params is required for this method")
-    params = _any_dec.decode(raw)
+    try:
+        params = fieldnames.decode_with(_any_dec, raw)
+    except msgspec.DecodeError as exc:
+        raise JSONParseError(f"Invalid JSON payload: {exc}") from None
     if not isinstance(params, dict):
         raise InvalidParamsError("params must be an object")
     return params
@@ -474,7 +479,7 @@ def _family_of(version: str) -> str:
 def _readable_id(body: bytes) -> str | int | None:
     """The ``id`` of a request that is not valid JSON-RPC, if one can be read (else None)."""
     try:
-        obj = _any_dec.decode(body)
+        obj = fieldnames.decode_with(_any_dec, body)
     except msgspec.DecodeError:
         return None
     if not isinstance(obj, dict):
@@ -539,7 +544,7 @@ async def rpc(request: Request) -> Response:
             raise
         status = 200
         try:
-            env = _env_dec.decode(body)
+            env = fieldnames.decode_with(_env_dec, body)
         except msgspec.ValidationError as exc:
             req_id = _readable_id(body)
             family = _family_or_none(version)

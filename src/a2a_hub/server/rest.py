@@ -56,6 +56,8 @@ __all__ = [
 A2A_JSON = "application/a2a+json"
 
 _enc = msgspec.json.Encoder()
+_object_dec = msgspec.json.Decoder(dict[str, Any])
+_push_config_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
 _JSON_TYPES = ("application/json", "application/a2a+json")
 _BY_LABEL = {state.label: state for state in TaskState}
 _SNAKE = re.compile(r"([A-Z])")
@@ -230,7 +232,7 @@ async def cancel_task(request: Request) -> Response:
     _check_json(request, body)
     if body.strip():
         try:
-            msgspec.json.decode(body, type=dict[str, Any])
+            fieldnames.decode_with(_object_dec, body)
         except msgspec.DecodeError as exc:
             raise InvalidParamsError(f"request body must be a JSON object: {exc}") from None
     task = await agent.engine.cancel_task(request.path_params["task_id"], caller=caller_of(request))
@@ -260,7 +262,7 @@ async def push_config(request: Request) -> Response:
     body = await read_body(request, hub.settings.server.max_body_bytes)
     _check_json(request, body)
     try:
-        config = msgspec.json.decode(body, type=TaskPushNotificationConfig)
+        config = fieldnames.decode_with(_push_config_dec, body)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise InvalidParamsError(f"invalid push notification config: {exc}") from None
     if config.task_id not in (None, "", task_id):

@@ -51,6 +51,7 @@ from a2a_hub import metrics
 from a2a_hub.engine.caller import Caller
 from a2a_hub.engine.engine import TaskEngine
 from a2a_hub.engine.stream import TaskStream
+from a2a_hub.protocol import fieldnames
 from a2a_hub.protocol.errors import (
     A2AError,
     InvalidParamsError,
@@ -108,6 +109,7 @@ _ACTIONS = {"send_message", "cancel_task", "ping", "tool_response", "sync_state"
 #: Seconds a socket to a protected agent, opened without a key, has to send it.
 _FIRST_FRAME_TIMEOUT = 10.0
 _enc = msgspec.json.Encoder()
+_any_dec = msgspec.json.Decoder()
 
 
 class _Sockets:
@@ -664,7 +666,9 @@ class Connection:
 def decode_action(data: str | bytes) -> ClientAction:
     """A client frame as an action, or the protocol error saying what is wrong with it."""
     try:
-        raw: Any = msgspec.json.decode(data)
+        raw: Any = fieldnames.decode_with(
+            _any_dec, data if isinstance(data, bytes) else data.encode()
+        )
     except msgspec.DecodeError as exc:
         raise JSONParseError(f"frame is not JSON: {exc}") from None
     if not isinstance(raw, dict):

@@ -35,7 +35,13 @@ import msgspec
 
 from a2a_hub import metrics
 from a2a_hub.protocol.errors import InvalidParamsError, StoreUnavailableError
-from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
+from a2a_hub.protocol.types import (
+    Message,
+    StreamResponse,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+)
 from a2a_hub.stores import outage
 from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 
@@ -44,6 +50,8 @@ __all__ = [
     "DeliverySource",
     "EventLog",
     "LogConflictError",
+    "MessageClaim",
+    "MessageClaims",
     "MetaStore",
     "PushConfigStore",
     "PushOutbox",
@@ -169,6 +177,23 @@ class DeliverySource(NamedTuple):
 
     config: TaskPushNotificationConfig | None
     event: StreamResponse | None
+
+
+class MessageClaim(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What the first request carrying a message id made of it (see :class:`MessageClaims`).
+
+    ``task_id`` is the task the message created or continued; ``seq`` the last seq of
+    that task's log when the message was claimed (0 for a new task), so its own events
+    are those after it.  ``instance`` is the hub instance that runs it and ``created``
+    the wall-clock second it was claimed.  ``reply`` is the agent's answer when it
+    answered with a message and made no task.
+    """
+
+    task_id: str
+    seq: int = 0
+    instance: str = ""
+    created: float = 0.0
+    reply: Message | None = None
 
 
 class StoredTask(NamedTuple):
@@ -457,6 +482,35 @@ class PushOutbox(ABC):
         now with no attempts; returns how many."""
 
 
+class MessageClaims(ABC):
+    """Idempotent sends: each message id of a caller is run once per agent.
+
+    A claim is keyed by ``(agent_id, owner, message_id)`` (``owner`` ``None``: anonymous
+    callers, who share one scope).  It is written before the agent starts; a later
+    request with the same key finds it and follows what the first one produced instead
+    of running the agent again.
+    """
+
+    @abstractmethod
+    async def claim_message(
+        self, agent_id: str, owner: str | None, message_id: str, claim: MessageClaim
+    ) -> MessageClaim | None:
+        """Record ``claim`` unless the key already has one, atomically: ``None`` when it
+        was recorded, else the claim already there (left unchanged).
+
+        A ``claim`` carrying a ``reply`` completes the claim of the same ``task_id`` that
+        has no reply yet (then ``None``); a claim of another task, or one that already
+        has a reply, is returned unchanged.
+        """
+
+    @abstractmethod
+    async def purge_claims(self, agent_id: str, before: float, limit: int = 100) -> int:
+        """Remove up to ``limit`` claims of ``agent_id`` made before ``before`` (epoch
+        seconds); returns how many went (less than ``limit``: none are left).  A backend
+        whose claims expire by themselves (Redis: ``task_ttl`` after they were made)
+        removes none here."""
+
+
 class MetaStore(ABC):
     """Small named values the hub's instances share (the push signing keys), changed by
     compare-and-swap so that instances changing one at once never lose a change."""
@@ -471,8 +525,8 @@ class MetaStore(ABC):
         whether it was set."""
 
 
-class Store(TaskStore, Retention, EventLog, PushConfigStore, PushOutbox, MetaStore):
-    """A complete backend: all six interfaces plus a lifecycle."""
+class Store(TaskStore, Retention, EventLog, PushConfigStore, PushOutbox, MetaStore, MessageClaims):
+    """A complete backend: all seven interfaces plus a lifecycle."""
 
     url: str = ""
     _coordinator: Coordinator | None = None

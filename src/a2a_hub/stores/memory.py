@@ -19,6 +19,7 @@ from a2a_hub.protocol.errors import TaskNotFoundError
 from a2a_hub.protocol.types import Task, TaskPushNotificationConfig, TaskState
 from a2a_hub.stores.base import (
     Delivery,
+    MessageClaim,
     Store,
     StoredTask,
     TaskEvent,
@@ -36,6 +37,7 @@ _enc = msgspec.json.Encoder()
 _task_dec = msgspec.json.Decoder(Task)
 _event_dec = msgspec.json.Decoder(TaskEvent)
 _push_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
+_claim_dec = msgspec.json.Decoder(MessageClaim)
 
 
 class _Entry(NamedTuple):
@@ -63,6 +65,8 @@ class MemoryStore(Store):
         #: The outbox: identity -> delivery (copied in and out).
         self._outbox: dict[tuple[str, str, str, int, bool], Delivery] = {}
         self._meta: dict[str, bytes] = {}
+        #: (agent, owner, message id) -> (when claimed, the encoded claim).
+        self._claims: dict[tuple[str, str | None, str], tuple[float, bytes]] = {}
         #: (agent, task, config) -> the identities of its deliveries (pending or dead).
         self._queues: dict[tuple[str, str, str], set[tuple[str, str, str, int, bool]]] = {}
         #: (due, tie, identity) of each config's first pending delivery, by due time, so a
@@ -140,6 +144,26 @@ class MemoryStore(Store):
             if agent == agent_id and entry.updated_at < before and entry.state in _ENDED
         )
         return [task_id for _, task_id in found[:limit]]
+
+    async def claim_message(
+        self, agent_id: str, owner: str | None, message_id: str, claim: MessageClaim
+    ) -> MessageClaim | None:
+        key = (agent_id, owner, message_id)
+        held = self._claims.get(key)
+        if held is not None:
+            found = _claim_dec.decode(held[1])
+            if claim.reply is None or found.reply is not None or found.task_id != claim.task_id:
+                return found
+            self._claims[key] = (held[0], _enc.encode(claim))
+            return None
+        self._claims[key] = (claim.created or now(), _enc.encode(claim))
+        return None
+
+    async def purge_claims(self, agent_id: str, before: float, limit: int = 100) -> int:
+        old = [k for k, (made, _) in self._claims.items() if k[0] == agent_id and made < before]
+        for key in old[:limit]:
+            del self._claims[key]
+        return min(len(old), limit)
 
     async def delete_task(self, agent_id: str, task_id: str) -> bool:
         self._push.pop((agent_id, task_id), None)

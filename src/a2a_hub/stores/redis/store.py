@@ -53,6 +53,9 @@ touches lives in one slot):
 ``P:{A}:ended-owner``              hash: ended task id -> its owner (owned tasks only),
                                    the same for the owner index
 ``P:{A}:tmp:<uuid>``               scratch intersection inside one list script
+``P:{A}:claim:<owner>:<message>``  a message claim (idempotent sends, JSON), which
+                                   expires ``history_ttl`` after it was made (the
+                                   task's log lives at least that long)
 ``P:outbox:due``                   zset: pending push delivery -> due time (a claim
                                    moves it to the end of the lease)
 ``P:outbox:data``                  hash: pending delivery -> its JSON
@@ -110,6 +113,7 @@ from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationCon
 from a2a_hub.stores.base import (
     Delivery,
     DeliverySource,
+    MessageClaim,
     Store,
     StoredTask,
     TaskEvent,
@@ -142,6 +146,7 @@ _task_dec = msgspec.json.Decoder(Task)
 _event_dec = msgspec.json.Decoder(StreamResponse)
 _push_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
 _delivery_dec = msgspec.json.Decoder(Delivery)
+_claim_dec = msgspec.json.Decoder(MessageClaim)
 
 
 # --- options ----------------------------------------------------------------------------
@@ -477,6 +482,30 @@ class RedisStore(Store):
             found.extend((float(score), _text(member)) for member, score in rows)
         found.sort()
         return [task_id for _, task_id in found[:limit]]
+
+    # --- message claims --------------------------------------------------------------
+
+    @_guarded
+    async def claim_message(
+        self, agent_id: str, owner: str | None, message_id: str, claim: MessageClaim
+    ) -> MessageClaim | None:
+        if not claim.created:
+            claim = msgspec.structs.replace(claim, created=now())
+        found = await scripts.CLAIM_MESSAGE(
+            self.client,
+            (self.keys(agent_id).claim(owner, message_id),),
+            (
+                _enc.encode(claim),
+                self._history_ttl,
+                "1" if claim.reply is not None else "0",
+                claim.task_id,
+            ),
+        )
+        return None if found is None else _claim_dec.decode(found)
+
+    async def purge_claims(self, agent_id: str, before: float, limit: int = 100) -> int:
+        """Claims expire by themselves (``history_ttl`` after they were made): none here."""
+        return 0
 
     @_guarded
     async def delete_task(self, agent_id: str, task_id: str) -> bool:

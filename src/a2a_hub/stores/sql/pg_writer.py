@@ -14,7 +14,9 @@ saves is tried again on its own, so one bad save never takes others with it.
 A caller's await returns once the transaction holding its save has committed,
 so an acknowledged task is in the database.
 
-While a batch is on its way, the next one gathers.
+While a batch is on its way, the next one gathers.  Message claims (idempotent sends)
+are batched the same way, in their own queue: one ``SELECT * FROM a2a_claim_messages(…)``
+per batch.
 """
 
 from __future__ import annotations
@@ -29,8 +31,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_hub.protocol.errors import StoreUnavailableError
 from a2a_hub.protocol.types import Task
-from a2a_hub.stores.base import Delivery, TaskEvent, check_events, log_conflict, now
-from a2a_hub.stores.sql.schema import SAVE_TASKS_WITH_DELIVERIES
+from a2a_hub.stores.base import (
+    Delivery,
+    MessageClaim,
+    TaskEvent,
+    check_events,
+    log_conflict,
+    now,
+)
+from a2a_hub.stores.sql.schema import CLAIM_MESSAGES, SAVE_TASKS_WITH_DELIVERIES
 
 try:
     import asyncpg  # type: ignore[import-untyped,unused-ignore]
@@ -44,6 +53,11 @@ _SAVE_SQL = (
     "$5::float8[], $6::bytea[], $7::text[], $8::int[], $9::int[], $10::bytea[], $11::text, "
     "$12::int[], $13::text[], $14::int[], $15::int[], $16::int[], $17::float8[], "
     "$18::float8[], $19::text[], $20::int[])"
+)
+
+_CLAIM_SQL = (
+    f"SELECT o_pos, o_data FROM {CLAIM_MESSAGES}($1::text[], $2::text[], $3::text[], "
+    "$4::float8[], $5::bytea[], $6::text[], $7::bool[])"
 )
 
 _enc = msgspec.json.Encoder()
@@ -82,6 +96,20 @@ class _Save(NamedTuple):
     future: asyncio.Future[None]
 
 
+class _Claim(NamedTuple):
+    """One queued message claim and the future its caller awaits (the claim found, if
+    it was not recorded)."""
+
+    agent_id: str
+    owner: str
+    message_id: str
+    created: float
+    data: bytes
+    task_id: str
+    reply: bool
+    future: asyncio.Future[bytes | None]
+
+
 class PostgresWriter:
     """Batches of concurrent saves, one statement each (see the module docstring)."""
 
@@ -102,6 +130,8 @@ class PostgresWriter:
         self._unavailable = unavailable
         self._pending: list[_Save] = []
         self._drainer: asyncio.Task[None] | None = None
+        self._claims: list[_Claim] = []
+        self._claimer: asyncio.Task[None] | None = None
 
     async def save(
         self,
@@ -133,6 +163,64 @@ class PostgresWriter:
             self._drainer = asyncio.ensure_future(self._drain())
         await future
 
+    async def claim(
+        self,
+        agent_id: str,
+        owner: str,
+        message_id: str,
+        created: float,
+        data: bytes,
+        claim: MessageClaim,
+    ) -> bytes | None:
+        """Queue one message claim (see ``Store.claim_message``) and wait until its batch
+        has committed; returns the claim already there (encoded), or ``None``."""
+        future: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+        self._claims.append(
+            _Claim(
+                agent_id,
+                owner,
+                message_id,
+                created,
+                data,
+                claim.task_id,
+                claim.reply is not None,
+                future,
+            )
+        )
+        if self._claimer is None or self._claimer.done():
+            self._claimer = asyncio.ensure_future(self._drain_claims())
+        return await future
+
+    async def _drain_claims(self) -> None:
+        while self._claims:
+            batch, self._claims = self._claims, []
+            # one order of keys, so that two instances' batches never wait on each other
+            # in opposite orders; sorted() is stable: claims of one key keep theirs
+            ordered = sorted(batch, key=lambda c: (c.agent_id, c.owner, c.message_id))
+            try:
+                rows = await self._call(
+                    "fetch",
+                    _CLAIM_SQL,
+                    [c.agent_id for c in ordered],
+                    [c.owner for c in ordered],
+                    [c.message_id for c in ordered],
+                    [c.created for c in ordered],
+                    [c.data for c in ordered],
+                    [c.task_id for c in ordered],
+                    [c.reply for c in ordered],
+                )
+            except BaseException as exc:  # rolled back: none of them was recorded
+                for claim in ordered:
+                    if not claim.future.done():
+                        claim.future.set_exception(exc)
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            found = {int(pos): bytes(data) for pos, data in rows}
+            for pos, claim in enumerate(ordered, 1):
+                if not claim.future.done():  # its caller may have been cancelled meanwhile
+                    claim.future.set_result(found.get(pos))
+
     async def _drain(self) -> None:
         # One batch on its way at a time: under load batches grow instead of multiplying,
         # and each costs the database one transaction and one WAL flush.
@@ -150,7 +238,7 @@ class PostgresWriter:
         # order (no deadlock); sorted() is stable: saves of one task keep theirs.
         ordered = sorted(batch, key=lambda s: (s.agent_id, s.task_id))
         try:
-            outcomes = await self._call(ordered)
+            outcomes = await self._save_batch(ordered)
         except StoreUnavailableError as exc:
             for save in ordered:
                 _fail(save, exc)
@@ -161,7 +249,7 @@ class PostgresWriter:
                 return
             for save in ordered:
                 try:
-                    outcome = (await self._call([save]))[0]
+                    outcome = (await self._save_batch([save]))[0]
                 except Exception as single:
                     _fail(save, _single_failure(save, single))
                 else:
@@ -170,36 +258,42 @@ class PostgresWriter:
         for save, outcome in zip(ordered, outcomes, strict=True):
             _settle(save, outcome)
 
-    async def _call(self, saves: list[_Save]) -> list[int]:
-        """Run one batch (its own transaction); raises StoreUnavailableError when the
-        database cannot be reached or the connection broke."""
+    async def _save_batch(self, saves: list[_Save]) -> list[int]:
+        """Run one batch of saves (its own transaction)."""
+        result: list[int] = await self._call(
+            "fetchval",
+            _SAVE_SQL,
+            [s.agent_id for s in saves],
+            [s.task_id for s in saves],
+            [s.context_id for s in saves],
+            [s.state for s in saves],
+            [s.updated_at for s in saves],
+            [s.data for s in saves],
+            [s.owner for s in saves],
+            [s.first for s in saves],
+            [len(s.events) for s in saves],
+            [blob for s in saves for blob in s.events],
+            self._channel,
+            [len(s.deliveries) for s in saves],
+            [d.config_id for s in saves for d in s.deliveries],
+            [d.seq for s in saves for d in s.deliveries],
+            [int(d.snapshot) for s in saves for d in s.deliveries],
+            [d.attempts for s in saves for d in s.deliveries],
+            [d.due for s in saves for d in s.deliveries],
+            [d.first_failure for s in saves for d in s.deliveries],
+            [d.last_error for s in saves for d in s.deliveries],
+            [int(d.dead) for s in saves for d in s.deliveries],
+        )
+        return result
+
+    async def _call(self, method: str, sql: str, *args: Any) -> Any:
+        """Run one statement (its own transaction) through asyncpg's ``method``; raises
+        StoreUnavailableError when the database cannot be reached or the connection broke."""
         try:
             async with self._engine.connect() as conn:
                 driver: Any = (await conn.get_raw_connection()).driver_connection
                 try:
-                    result: list[int] = await driver.fetchval(
-                        _SAVE_SQL,
-                        [s.agent_id for s in saves],
-                        [s.task_id for s in saves],
-                        [s.context_id for s in saves],
-                        [s.state for s in saves],
-                        [s.updated_at for s in saves],
-                        [s.data for s in saves],
-                        [s.owner for s in saves],
-                        [s.first for s in saves],
-                        [len(s.events) for s in saves],
-                        [blob for s in saves for blob in s.events],
-                        self._channel,
-                        [len(s.deliveries) for s in saves],
-                        [d.config_id for s in saves for d in s.deliveries],
-                        [d.seq for s in saves for d in s.deliveries],
-                        [int(d.snapshot) for s in saves for d in s.deliveries],
-                        [d.attempts for s in saves for d in s.deliveries],
-                        [d.due for s in saves for d in s.deliveries],
-                        [d.first_failure for s in saves for d in s.deliveries],
-                        [d.last_error for s in saves for d in s.deliveries],
-                        [int(d.dead) for s in saves for d in s.deliveries],
-                    )
+                    result = await getattr(driver, method)(sql, *args)
                 except Exception as exc:
                     if _disconnected(exc):
                         with contextlib.suppress(Exception):
@@ -213,8 +307,9 @@ class PostgresWriter:
 
     async def close(self) -> None:
         """Finish what is queued."""
-        if self._drainer is not None:
-            await asyncio.gather(self._drainer, return_exceptions=True)
+        for drainer in (self._drainer, self._claimer):
+            if drainer is not None:
+                await asyncio.gather(drainer, return_exceptions=True)
 
 
 def _settle(save: _Save, outcome: int) -> None:

@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.schema import CreateIndex, CreateTable
 
 __all__ = [
+    "CLAIM_MESSAGES",
     "EVENTS_CHANNEL",
     "SAVE_TASKS",
     "SAVE_TASKS_WITH_DELIVERIES",
@@ -36,6 +37,7 @@ __all__ = [
     "create_table",
     "events",
     "leases",
+    "message_claims",
     "meta",
     "metadata",
     "push_configs",
@@ -47,7 +49,7 @@ __all__ = [
 
 #: Version of the schema this code writes.  Bump it and add an entry to
 #: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 #: PostgreSQL NOTIFY channel announcing new events ("agent_id task_id seq").
 EVENTS_CHANNEL = "a2a_events"
@@ -124,6 +126,19 @@ meta = Table(
     Column("value", LargeBinary, nullable=False),
 )
 
+# Idempotent sends (v6): the first request carrying a caller's message id claims it before
+# the agent starts; ``owner`` is '' for anonymous callers (a key column cannot be NULL).
+message_claims = Table(
+    "a2a_message_claims",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("owner", String, primary_key=True),
+    Column("message_id", String, primary_key=True),
+    Column("created_at", Double, nullable=False),
+    Column("data", LargeBinary, nullable=False),  # the MessageClaim, JSON
+)
+Index("ix_a2a_message_claims_created", message_claims.c.agent_id, message_claims.c.created_at)
+
 schema_version = Table(
     "a2a_schema_version",
     metadata,
@@ -142,7 +157,7 @@ leases = Table(
 Index("ix_a2a_leases_owner", leases.c.owner)
 Index("ix_a2a_leases_expires", leases.c.expires_at)
 
-_DATA_TABLES = (tasks, events, push_configs, leases, push_outbox, meta)
+_DATA_TABLES = (tasks, events, push_configs, leases, push_outbox, meta, message_claims)
 
 
 async def create_table(conn: AsyncConnection, table: Table) -> None:
@@ -348,6 +363,53 @@ async def _add_outbox(conn: AsyncConnection) -> None:
     await create_table(conn, meta)
 
 
+#: PostgreSQL: the function recording a batch of message claims in one call.
+CLAIM_MESSAGES = "a2a_claim_messages"
+
+# Claim i: record p_data[i] under (p_agent[i], p_owner[i], p_message[i]) unless a claim is
+# there; with p_reply[i] true, complete the claim there if it is of task p_task[i] and has
+# no reply yet (p_data[i] then replaces it).  Claims are taken in the order given (callers
+# sort them, so that two instances never wait on each other in opposite orders).  Returns
+# one row per claim that was not recorded: its position and the claim already there.
+_CLAIM_MESSAGES_SQL = f"""
+CREATE OR REPLACE FUNCTION {CLAIM_MESSAGES}(
+    p_agent text[], p_owner text[], p_message text[], p_created float8[], p_data bytea[],
+    p_task text[], p_reply bool[]
+) RETURNS TABLE(o_pos int, o_data bytea) LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_rows int;
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(p_message, 1), 0) LOOP
+        IF p_reply[i] THEN
+            UPDATE {message_claims.name} AS c SET data = p_data[i]
+            WHERE c.agent_id = p_agent[i] AND c.owner = p_owner[i]
+              AND c.message_id = p_message[i]
+              AND convert_from(c.data, 'UTF8')::jsonb ->> 'task_id' = p_task[i]
+              AND NOT (convert_from(c.data, 'UTF8')::jsonb ? 'reply');
+        ELSE
+            INSERT INTO {message_claims.name} AS c (agent_id, owner, message_id, created_at, data)
+            VALUES (p_agent[i], p_owner[i], p_message[i], p_created[i], p_data[i])
+            ON CONFLICT DO NOTHING;
+        END IF;
+        GET DIAGNOSTICS v_rows = ROW_COUNT;
+        IF v_rows = 0 THEN
+            RETURN QUERY SELECT i, c.data FROM {message_claims.name} AS c
+            WHERE c.agent_id = p_agent[i] AND c.owner = p_owner[i]
+              AND c.message_id = p_message[i];
+        END IF;
+    END LOOP;
+END
+$fn$
+"""
+
+
+async def _add_message_claims(conn: AsyncConnection) -> None:
+    """Version 7: message claims (idempotent sends), and PostgreSQL's batch claim function."""
+    await create_table(conn, message_claims)
+    if conn.dialect.name == "postgresql":
+        await conn.exec_driver_sql(_CLAIM_MESSAGES_SQL)
+
+
 # Upgrades, keyed by the version they produce; each runs inside the setup transaction.
 _MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {
     2: _add_leases,
@@ -355,6 +417,7 @@ _MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {
     4: _add_save_function,
     5: _add_outbox,
     6: _add_save_with_deliveries,
+    7: _add_message_claims,
 }
 
 
@@ -372,6 +435,8 @@ async def setup_schema(conn: AsyncConnection, safe_url: str) -> None:
             await create_table(conn, table)
         await _add_save_function(conn)
         await _add_save_with_deliveries(conn)
+        if dialect == "postgresql":
+            await conn.exec_driver_sql(_CLAIM_MESSAGES_SQL)
         insert = pg_dialect.insert if dialect == "postgresql" else sqlite_dialect.insert
         await conn.execute(
             insert(schema_version).values(id=1, version=SCHEMA_VERSION).on_conflict_do_nothing()

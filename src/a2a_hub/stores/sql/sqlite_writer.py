@@ -49,6 +49,9 @@ class _Result:
     def all(self) -> list[Any]:
         return self._rows
 
+    def scalar_one_or_none(self) -> Any:
+        return self._rows[0][0] if self._rows else None
+
 
 class _Compiled:
     """A statement compiled once for SQLite, executed on a raw sqlite3 cursor."""

@@ -28,10 +28,12 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    and_,
     bindparam,
     delete,
     event,
     func,
+    or_,
     select,
     tuple_,
     update,
@@ -49,6 +51,7 @@ from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationCon
 from a2a_hub.stores.base import (
     Delivery,
     DeliverySource,
+    MessageClaim,
     Store,
     StoredTask,
     TaskEvent,
@@ -66,6 +69,7 @@ from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 from a2a_hub.stores.sql.schema import (
     EVENTS_CHANNEL,
     events,
+    message_claims,
     meta,
     push_configs,
     push_outbox,
@@ -86,6 +90,7 @@ _enc = msgspec.json.Encoder()
 _task_dec = msgspec.json.Decoder(Task)
 _event_dec = msgspec.json.Decoder(StreamResponse)
 _push_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
+_claim_dec = msgspec.json.Decoder(MessageClaim)
 
 # --- statements ------------------------------------------------------------------------
 
@@ -116,6 +121,16 @@ _LIST_PUSH = (
     .order_by(push_configs.c.created, push_configs.c.config_id)
 )
 _DELETE_PUSH = delete(push_configs).where(*_config_key)
+_mc = message_claims.c
+_claim_key = (
+    _mc.agent_id == _agent,
+    _mc.owner == bindparam("p_owner", type_=String),
+    _mc.message_id == bindparam("p_message", type_=String),
+)
+_GET_CLAIM = select(_mc.data).where(*_claim_key)
+_SET_CLAIM = (
+    update(message_claims).where(*_claim_key).values(data=bindparam("p_data", type_=LargeBinary))
+)
 
 
 _ob = push_outbox.c
@@ -158,10 +173,11 @@ _DUE_HEADS = (
     .order_by(_ob.due)
     .limit(bindparam("p_limit", type_=Integer))
 )
+_CLAIM_ONE = update(push_outbox).where(*_ob_key).values(due=bindparam("p_until", type_=Double))
 _ob_ident = tuple_(_ob.agent_id, _ob.task_id, _ob.config_id, _ob.seq, _ob.snapshot)
 
 
-def _claim(dialect: str) -> Any:
+def _claim_deliveries(dialect: str) -> Any:
     """Claim the due heads in one statement (``RETURNING`` them): the conditions are
     checked again on each row as it is updated, so a row another claimant moved
     meanwhile is left out (PostgreSQL also skips rows locked by a concurrent claim)."""
@@ -300,8 +316,9 @@ class _Statements:
             .scalar_subquery(),
             data=bindparam("p_data", type_=LargeBinary),
         )
-        self.claim = _claim(dialect)
+        self.claim_deliveries = _claim_deliveries(dialect)
         self.add_meta = insert(meta).on_conflict_do_nothing()
+        self.add_claim = insert(message_claims).on_conflict_do_nothing()
         # A delivery already queued (or dead) is kept as it is.
         self.add_delivery = insert(push_outbox).on_conflict_do_nothing()
         self.set_push = push_ins.on_conflict_do_update(
@@ -315,6 +332,7 @@ class _Statements:
 
 
 # --- helpers ---------------------------------------------------------------------------
+
 
 _UNREACHABLE = (OSError, sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
 
@@ -631,6 +649,73 @@ class SqlStore(Store):
         if deliveries:
             yield stmts.add_delivery, [_delivery_row(d) for d in deliveries]
 
+    # --- message claims --------------------------------------------------------------
+
+    @_guarded
+    async def claim_message(
+        self, agent_id: str, owner: str | None, message_id: str, claim: MessageClaim
+    ) -> MessageClaim | None:
+        created = claim.created or now()
+        writer = self._writer
+        if writer is None or isinstance(writer, SqliteWriter):
+            steps = self._claim_plan(agent_id, owner or "", message_id, created, claim)
+            if writer is not None:
+                found: bytes | None = await writer.run(steps)
+            else:
+                async with self.engine.begin() as conn:
+                    found = await _drive(conn, steps)
+        else:  # PostgreSQL: in the next batch of claims, one function call
+            found = await writer.claim(
+                agent_id, owner or "", message_id, created, _enc.encode(claim), claim
+            )
+        return None if found is None else _claim_dec.decode(found)
+
+    def _claim_plan(
+        self, agent_id: str, owner: str, message_id: str, created: float, claim: MessageClaim
+    ) -> Generator[tuple[Any, Any], Any, bytes | None]:
+        """The statements of one claim (the writer thread's or a connection's); returns
+        the claim already there (encoded) when ``claim`` was not recorded."""
+        key = {"p_agent": agent_id, "p_owner": owner, "p_message": message_id}
+        data = _enc.encode(claim)
+        if claim.reply is None:
+            row = {
+                "agent_id": agent_id,
+                "owner": owner,
+                "message_id": message_id,
+                "created_at": created,
+                "data": data,
+            }
+            if (yield self._stmts.add_claim, row).rowcount == 1:
+                return None
+            found: bytes | None = (yield _GET_CLAIM, key).scalar_one_or_none()
+            return found
+        found = (yield _GET_CLAIM, key).scalar_one_or_none()
+        if found is None:
+            return None
+        held = _claim_dec.decode(found)
+        if held.reply is not None or held.task_id != claim.task_id:
+            return found
+        yield _SET_CLAIM, {**key, "p_data": data}
+        return None
+
+    @_guarded
+    async def purge_claims(self, agent_id: str, before: float, limit: int = 100) -> int:
+        old = (
+            select(_mc.owner, _mc.message_id)
+            .where(_mc.agent_id == agent_id, _mc.created_at < before)
+            .order_by(_mc.created_at)
+            .limit(limit)
+        )
+        async with self.engine.begin() as conn:
+            keys = (await conn.execute(old)).all()
+            for owner, message_id in keys:
+                await conn.execute(
+                    delete(message_claims).where(
+                        _mc.agent_id == agent_id, _mc.owner == owner, _mc.message_id == message_id
+                    )
+                )
+        return len(keys)
+
     @_guarded
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
         where: list[ColumnElement[bool]] = [tasks.c.agent_id == agent_id]
@@ -730,12 +815,21 @@ class SqlStore(Store):
     ) -> list[Delivery]:
         at = time.time() if now is None else now
         params = {"p_now": at, "p_until": at + lease, "p_limit": limit}
-        rows = await self._write_plan(self._claim_plan(params))
+        rows = await self._write_plan(self._claim_deliveries_plan(params))
         return sorted((_delivery_of(r) for r in rows), key=lambda d: d.due)
 
-    def _claim_plan(self, params: dict[str, Any]) -> _Plan:
-        result = yield self._stmts.claim, params
-        return list(result.all())
+    def _claim_deliveries_plan(self, params: dict[str, Any]) -> _Plan:
+        if self._dialect == "postgresql":
+            result = yield self._stmts.claim_deliveries, params
+            return list(result.all())
+        # SQLite: the transaction holds the database's write lock from its start, so
+        # reading the heads and then moving each by its key is atomic (and each update is
+        # a primary-key lookup, where one UPDATE … IN (…) walks every due row).
+        heads = list((yield _DUE_HEADS, params).all())
+        if heads:
+            until = params["p_until"]
+            yield _CLAIM_ONE, [{**_delivery_key(_delivery_of(r)), "p_until": until} for r in heads]
+        return [(*row[:6], params["p_until"], *row[7:]) for row in heads]
 
     @_guarded
     async def finish_delivery(self, delivery: Delivery) -> None:
@@ -782,25 +876,36 @@ class SqlStore(Store):
     async def delivery_sources(self, deliveries: Sequence[Delivery]) -> list[DeliverySource]:
         if not deliveries:
             return []
-        pc = push_configs.c
-        config_keys = {(d.agent_id, d.task_id, d.config_id) for d in deliveries}
-        event_keys = {(d.agent_id, d.task_id, d.seq) for d in deliveries if not d.snapshot}
+        pc, ec = push_configs.c, events.c
+        # Per agent, its tasks (and the seqs wanted): "IN" lists an index can serve on
+        # SQLite and PostgreSQL alike (a row-value IN list makes SQLite scan the table);
+        # the rows beyond those asked for are dropped below.
+        tasks_of: dict[str, set[str]] = {}
+        seqs_of: dict[str, set[int]] = {}
+        for d in deliveries:
+            tasks_of.setdefault(d.agent_id, set()).add(d.task_id)
+            if not d.snapshot:
+                seqs_of.setdefault(d.agent_id, set()).add(d.seq)
+        config_where = or_(
+            *(and_(pc.agent_id == a, pc.task_id.in_(ts)) for a, ts in tasks_of.items())
+        )
+        event_where = or_(
+            *(
+                and_(ec.agent_id == a, ec.task_id.in_(tasks_of[a]), ec.seq.in_(seqs))
+                for a, seqs in seqs_of.items()
+            )
+        )
         async with self._read() as conn:
             config_rows = (
                 await conn.execute(
-                    select(pc.agent_id, pc.task_id, pc.config_id, pc.data).where(
-                        tuple_(pc.agent_id, pc.task_id, pc.config_id).in_(config_keys)
-                    )
+                    select(pc.agent_id, pc.task_id, pc.config_id, pc.data).where(config_where)
                 )
             ).all()
             event_rows: Sequence[Any] = ()
-            if event_keys:
-                ec = events.c
+            if seqs_of:
                 event_rows = (
                     await conn.execute(
-                        select(ec.agent_id, ec.task_id, ec.seq, ec.data).where(
-                            tuple_(ec.agent_id, ec.task_id, ec.seq).in_(event_keys)
-                        )
+                        select(ec.agent_id, ec.task_id, ec.seq, ec.data).where(event_where)
                     )
                 ).all()
         configs = {(a, t, c): _push_dec.decode(data) for a, t, c, data in config_rows}

@@ -162,3 +162,26 @@ async def test_server_restart_mid_stream(browser: Any, tmp_path: Path) -> None:
     finally:
         await second.__aexit__()
         await asyncio.sleep(0)
+
+
+async def test_a_protected_agent_with_the_key_field(browser: Any, tmp_path: Path) -> None:
+    """The page of an agent that requires keys loads without one; the key typed into the
+    field goes with the socket (subprotocol), and the agent answers."""
+    settings = Settings.from_flat(
+        agents=[AgentSpec(id="locked", kind="echo", auth="api-key")],
+        store="memory://",
+        registry=f"sqlite:///{tmp_path}/registry.db",
+    )
+    async with LiveServer(Hub(settings)) as live:
+        assert live.hub.registry is not None
+        key, _ = await live.hub.registry.create_key(agents=["locked"], name="web")
+        page = await browser.new_page()
+        response = await page.goto(f"{live.url}/a2a/locked/chat")
+        assert response is not None and response.status == 200
+        await page.get_by_text("API key", exact=True).click()  # open the settings
+        await page.get_by_label("API key (for protected agents)").fill(key)
+        await page.get_by_role("button", name="Use key and reconnect").click()
+        await page.wait_for_selector('#connection[data-state="open"]')
+        await _ask(page, "let me in")
+        await page.wait_for_selector("#log li.agent[data-done=true]")
+        assert await page.locator("#log li.agent").inner_text() == "echo: let me in"

@@ -5,9 +5,9 @@ For an agent that requires keys (``auth = "api-key"`` on the agent, or the
 ``auth.require_keys`` setting) a request without a key, or with an unknown,
 revoked or expired one, is refused with 401 (``WWW-Authenticate`` and a protocol
 error body), and a key that does not open the agent with 403.  The agent cards
-stay public.  On an open agent a request without a key is :data:`ANONYMOUS`; one
-with a key is that key's caller (so its tasks are its own), and a bad key is
-still refused.
+and the chat page (which asks for the key itself) stay public.  On an open agent
+a request without a key is :data:`ANONYMOUS`; one with a key is that key's caller
+(so its tasks are its own), and a bad key is still refused.
 
 WebSocket upgrades: the key may also come in the query string or a subprotocol
 (browsers cannot set headers), or, on an agent that requires keys, in the socket's
@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 _PUBLIC_SUFFIXES = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+_CHAT_FILES = ("/chat/chat.js", "/chat/chat.css")
 
 
 #: The subprotocol prefix a browser offers its key with (``a2a-key.<key>``).
@@ -163,4 +164,12 @@ class ApiKeyMiddleware(CallerMiddleware):
 
 
 def _public(scope: Scope) -> bool:
-    return scope.get("method") in ("GET", "HEAD") and scope["path"].endswith(_PUBLIC_SUFFIXES)
+    """The agent card and the chat page with its two files (the page asks for the key
+    itself, and sends it with every action); nothing else of an agent."""
+    if scope.get("method") not in ("GET", "HEAD"):
+        return False
+    path: str = scope["path"]
+    if path.endswith(_PUBLIC_SUFFIXES):
+        return True
+    route = path[len(scope.get("root_path", "")) :]  # the path inside the agent's mount
+    return route == "/chat" or route in _CHAT_FILES

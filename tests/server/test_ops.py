@@ -48,7 +48,7 @@ async def running(hub: Hub, **kwargs: Any) -> AsyncIterator[httpx.AsyncClient]:
     app: Starlette = create_app(hub, **kwargs)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://hub.test") as c:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
             yield c
 
 

@@ -7,6 +7,9 @@ from typing import Any
 from a2a_hub import AgentExecutor, AgentSpec, Hub, Settings, create_app
 from a2a_hub.stores.memory import MemoryStore
 
+#: The host names of the tests' in-process clients (``base_url="http://hub.test"``).
+TEST_HOSTS = ["hub.test", "h", "testserver"]
+
 
 def make_hub(
     agents: dict[str, AgentExecutor | str] | None = None,
@@ -16,8 +19,11 @@ def make_hub(
 ) -> Hub:
     """A hub over a memory store; values are executors or built-in kinds ('echo').
 
-    ``settings`` are flat keys (``max_body_bytes=2048``, ``sse_heartbeat=0.3``).
+    ``settings`` are flat keys (``max_body_bytes=2048``, ``sse_heartbeat=0.3``).  The
+    in-process clients of the tests call the hub as ``http://hub.test`` or ``http://h``:
+    those names are trusted besides the default ones unless ``trusted_hosts`` is given.
     """
+    settings.setdefault("trusted_hosts", [*TEST_HOSTS, "localhost", "127.0.0.1"])
     agents = agents if agents is not None else {"echo": "echo"}
     specs, executors = [], {}
     for agent_id, what in agents.items():

@@ -18,8 +18,10 @@ routes of an agent (:data:`AGENT_ROUTES`) are module-level endpoints that find t
 hub in ``request.app.state.hub`` and the agent per request, so agents added to or
 removed from the hub while it serves are found, or not, at once.  Around everything,
 :class:`~a2a_hub.server.extensions.ExtensionsMiddleware` reads the ``A2A-Extensions``
-header and echoes the extensions a send activated.  The gRPC binding, when
-``grpc_port`` is set, is started and stopped by the hub in the app's lifespan.
+header and echoes the extensions a send activated; before it, :mod:`a2a_hub.server.hosts`
+refuses untrusted ``Host`` headers and, when ``cors_origins`` is set, answers CORS.  The
+gRPC binding, when ``grpc_port`` is set, is started and stopped by the hub in the app's
+lifespan.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from a2a_hub.server.conversations import context_messages
 from a2a_hub.server.errors import JSON, http_exception
 from a2a_hub.server.extensions import ExtensionsMiddleware
 from a2a_hub.server.health import healthz, readyz, version
+from a2a_hub.server.hosts import TrustedHostMiddleware, cors_middleware, trusted_hosts
 from a2a_hub.server.http import base_url, hub_of
 from a2a_hub.server.hub import Hub
 from a2a_hub.server.jsonrpc import rpc
@@ -287,8 +290,12 @@ def create_app(
         routes.insert(3, Route("/metrics", metrics_endpoint, methods=["GET"]))
     outer = [
         Middleware(MetricsMiddleware, record=server.metrics, log_format=server.access_log),
+        Middleware(TrustedHostMiddleware, hosts=trusted_hosts(server)),
         Middleware(ExtensionsMiddleware),
     ]
+    cors = cors_middleware(server)
+    if cors is not None:
+        outer.insert(2, cors)
     tracing.configure(server.tracing)
     if server.tracing != "off":
         outer.insert(0, Middleware(TracingMiddleware))

@@ -7,8 +7,8 @@ Without a version the method name decides (a PascalCase name is served as
 1.0, a slash name as 0.3 or 0.1), so a plain ``curl -H 'content-type: application/json'``
 works.  Errors are answered with HTTP 200 and a JSON-RPC error object, as the protocol
 does, carrying the request's ``id`` whenever it can be read, even from an invalid request
-(JSON-RPC 2.0 section 5).  A body whose ``Content-Type`` is not JSON is refused with HTTP
-415 before anything else (:func:`check_content_type`).  1.0 params may use the proto field
+(JSON-RPC 2.0 section 5).  A body whose ``Content-Type`` is not JSON (or that has none) is refused
+with HTTP 415 before anything else (:func:`check_content_type`).  1.0 params may use the proto field
 names (``history_length``) as well as camelCase (:mod:`a2a_hub.protocol.fieldnames`).  The
 send and stream methods of every version activate the extensions the request asks for
 (:mod:`a2a_hub.server.extensions`).
@@ -49,7 +49,7 @@ from a2a_hub.protocol.types import (
 from a2a_hub.server.caller import caller_of
 from a2a_hub.server.errors import JSON, WWW_AUTHENTICATE, encode_error, protocol_error
 from a2a_hub.server.extensions import activate_for_request
-from a2a_hub.server.http import a2a_version, agent_of, hub_of, read_body
+from a2a_hub.server.http import a2a_version, agent_of, hub_of, is_json, read_body
 from a2a_hub.server.hub import HostedAgent
 from a2a_hub.server.metrics import VERSION_KEY
 from a2a_hub.server.sse import SseReply, encoded_event, sse_response
@@ -497,23 +497,21 @@ def _family_or_none(version: str | None) -> str | None:
         return None
 
 
-_JSON_TYPES = ("application/json", "application/a2a+json")
-
-
 def check_content_type(content_type: str | None) -> None:
     """Refuse (:class:`ContentTypeNotSupportedError`, HTTP 415) a body not declared as JSON.
 
-    ``application/json`` and ``application/a2a+json`` (any parameters) are served; a
-    request without a ``Content-Type`` is read as JSON.
+    ``application/json``, ``application/a2a+json`` and any other ``+json`` type (any
+    parameters) are served.  A request without a ``Content-Type``, or with ``text/plain``
+    or a form type, is refused: those are the types a web page may send to another site
+    without a CORS preflight, so accepting them would let any page create or cancel tasks
+    on a hub it can reach (a local one included).
     """
-    if content_type is None:
+    if is_json(content_type):
         return
-    media = content_type.split(";")[0].strip().lower()
-    if media in _JSON_TYPES or not media:
-        return
+    media = (content_type or "").split(";")[0].strip().lower()
     raise ContentTypeNotSupportedError(
-        f"Content-Type {media!r} is not supported by the JSON-RPC endpoint; send the "
-        "request as application/json (or application/a2a+json)",
+        f"Content-Type {media or '(none)'!r} is not supported by the JSON-RPC endpoint; send "
+        "the request as application/json (or application/a2a+json)",
         data={"contentType": media},
     )
 

@@ -35,7 +35,7 @@ from a2a_hub.protocol.types import (
 from a2a_hub.server.caller import caller_of
 from a2a_hub.server.errors import error_body, guarded
 from a2a_hub.server.extensions import activate_for_request
-from a2a_hub.server.http import a2a_version, agent_of, hub_of, read_body
+from a2a_hub.server.http import a2a_version, agent_of, hub_of, is_json, read_body
 from a2a_hub.server.hub import HostedAgent, Hub
 from a2a_hub.server.jsonrpc import SERVED_VERSIONS
 from a2a_hub.server.sse import SseReply, encoded_event, sse_response
@@ -58,7 +58,6 @@ A2A_JSON = "application/a2a+json"
 _enc = msgspec.json.Encoder()
 _object_dec = msgspec.json.Decoder(dict[str, Any])
 _push_config_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
-_JSON_TYPES = ("application/json", "application/a2a+json")
 _BY_LABEL = {state.label: state for state in TaskState}
 _SNAKE = re.compile(r"([A-Z])")
 
@@ -86,8 +85,9 @@ def _ok(result: Any) -> Response:
 
 
 def _check_json(request: Request, body: bytes) -> None:
-    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if ctype not in _JSON_TYPES and (body or ctype):
+    content_type = request.headers.get("content-type")
+    if not is_json(content_type) and (body or content_type):
+        ctype = (content_type or "").split(";")[0].strip().lower()
         raise ContentTypeNotSupportedError(
             f"Content-Type {ctype or '(none)'!r} is not supported; send application/json "
             "or application/a2a+json",

@@ -183,6 +183,22 @@ class ServerSettings(Section):
             metavar="SECONDS",
         ),
     ] = 30.0
+    trusted_hosts: Annotated[
+        list[str],
+        setting(
+            "Host headers served, others get 400 (repeatable; '*.example.com', '*'); "
+            "default: bind address, localhost, --public-url's host.",
+            metavar="HOST",
+        ),
+    ] = msgspec.field(default_factory=list)
+    cors_origins: Annotated[
+        list[str],
+        setting(
+            "Web origins allowed to call from a browser (CORS; repeatable; '*' for any); "
+            "default: none.",
+            metavar="ORIGIN",
+        ),
+    ] = msgspec.field(default_factory=list)
     ws_max_frame_bytes: Annotated[
         int,
         setting(

@@ -61,7 +61,6 @@ class TaskEngine:
         executor: AgentExecutor,
         store: Store,
         *,
-        flush_delay: float = 0.05,
         cluster: Cluster | None = None,
         cancel_wait: float = 10.0,
     ) -> None:
@@ -73,8 +72,8 @@ class TaskEngine:
         self.cancel_wait = cancel_wait
         #: Every event as it happens: per-task topics and the agent-wide feed.
         self.pubsub = PubSub()
-        #: Writes the runs that keep working, every ``flush_delay`` seconds.
-        self.flusher = Flusher(flush_delay)
+        #: Writes the runs that keep working, as soon as they have new events.
+        self.flusher = Flusher()
         self._runs = Runs(agent_id, executor, store, self.pubsub, self.flusher, cluster)
         #: Each task's events after a given seq, those not written yet included.
         coordinator = None if cluster is None else cluster.coordinator
@@ -169,6 +168,8 @@ class TaskEngine:
         run = opened
         run.ctx.streaming = True
         fresh = run.task is None  # else a continued task: from its snapshot, new message included
+        if not fresh:
+            await run.flush()  # streams show only what is written: the new message first
         stream = TaskStream(self.log, self.pubsub, run.task_id, after=0 if fresh else None)
         await stream.start(fresh=fresh)
         run.driver = asyncio.ensure_future(self._drive(run))
@@ -322,9 +323,10 @@ class TaskEngine:
         """``GetTask``: the newest snapshot, history trimmed to ``history_length``."""
         check_history_length(history_length)
         run = self._runs.get(task_id)
-        if run is not None and run.task is not None:
+        written = None if run is None else run.stored()  # what is shown is in the store
+        if run is not None and written is not None:
             _check_sees(caller, run.owner, task_id)
-            return trim_history(run.snapshot(), history_length)
+            return trim_history(written, history_length)
         task = (await self._record(task_id, caller)).task
         return trim_history(task, history_length)
 
@@ -339,8 +341,9 @@ class TaskEngine:
         tasks = []
         for task in page.tasks:
             run = self._runs.get(task.id)
-            if run is not None and run.task is not None:
-                task = run.snapshot()
+            written = None if run is None else run.stored()
+            if written is not None:
+                task = written
             tasks.append(trim_history(task, request.history_length, include_artifacts=include))
         return ListTasksResponse(
             tasks=tasks,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import pytest
 
@@ -38,9 +39,11 @@ def request(
 
 
 class FlakyStore(MemoryStore):
-    """A memory store whose claims fail while ``down`` (the store's outage error)."""
+    """A memory store whose claims fail while ``down``, and its saves while ``saves_down``
+    (the store's outage error)."""
 
     down = False
+    saves_down = False
 
     async def claim_message(
         self, agent_id: str, owner: str | None, message_id: str, claim: MessageClaim
@@ -48,6 +51,11 @@ class FlakyStore(MemoryStore):
         if self.down:
             raise StoreUnavailableError("Task store memory:// is unavailable (test outage)")
         return await super().claim_message(agent_id, owner, message_id, claim)
+
+    async def save_task(self, agent_id: str, task: Task, *args: Any, **kwargs: Any) -> None:
+        if self.saves_down:
+            raise StoreUnavailableError("Task store memory:// is unavailable (test outage)")
+        await super().save_task(agent_id, task, *args, **kwargs)
 
 
 async def drain(engine: TaskEngine, req: SendMessageRequest, caller: Caller) -> list[object]:
@@ -167,6 +175,24 @@ async def test_a_first_attempt_that_left_nothing_is_a_clear_error() -> None:
     assert await store.claim_message("a", "alice", mid, lost) is None
     with pytest.raises(UnsupportedOperationError, match="new messageId"):
         await engine.send(request(mid), caller=ALICE)
+
+
+async def test_a_non_blocking_send_whose_first_write_fails_is_the_one_its_retry_finds() -> None:
+    store = FlakyStore()
+    agent = Counted(delay=0.05)
+    engine = TaskEngine("a", agent, store, flush_delay=0.01)
+    mid = str(uuid.uuid4())
+    store.saves_down = True
+    with pytest.raises(StoreUnavailableError):
+        await engine.send(request(mid, immediate=True), caller=ALICE)
+    await asyncio.sleep(0.2)  # the task runs meanwhile; nothing can be written
+    store.saves_down = False  # back: the flusher writes it, and the retry finds it
+    task = await engine.send(request(mid), caller=ALICE)
+    assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
+    assert agent.runs == 1
+    stored = await store.get_task("a", task.id)
+    assert stored is not None and stored.status.state is TaskState.COMPLETED
+    await engine.close()
 
 
 def _everything() -> object:

@@ -1023,3 +1023,28 @@ async def test_purge_claims_removes_old_claims_only(store: Store, agent_id: str)
     again = MessageClaim(task_id="again", created=time.time())
     assert await store.claim_message(agent_id, "alice", "old-0", again) is None
     assert await store.claim_message(agent_id, "alice", "new", again) == new
+
+
+async def test_claims_and_saves_written_together_each_get_their_own_outcome(
+    store: Store, agent_id: str
+) -> None:
+    taken = MessageClaim(task_id="t-taken", created=time.time())
+    assert await store.claim_message(agent_id, "alice", "taken", taken) is None
+    old = make_task("t-old")
+    await store.save_task(agent_id, old, [snapshot_event(1, old)])
+    tasks = [make_task(f"t-{i}") for i in range(10)]
+    claims = [MessageClaim(task_id=f"t-{i}", created=time.time()) for i in range(10)]
+    results = await asyncio.gather(
+        *(store.save_task(agent_id, t, [snapshot_event(1, t)]) for t in tasks),
+        *(store.claim_message(agent_id, "alice", f"m-{i}", c) for i, c in enumerate(claims)),
+        store.claim_message(agent_id, "alice", "taken", claims[0]),
+        store.save_task(agent_id, old, [snapshot_event(1, old)]),  # a conflict, alone
+        return_exceptions=True,
+    )
+    assert results[:20] == [None] * 20
+    assert results[20] == taken
+    assert isinstance(results[21], LogConflictError)
+    for t in tasks:
+        assert await store.get_task(agent_id, t.id) == t
+    for i, c in enumerate(claims):
+        assert await store.claim_message(agent_id, "alice", f"m-{i}", claims[-1 - i]) == c

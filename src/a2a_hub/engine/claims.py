@@ -23,10 +23,13 @@ import uuid
 from collections.abc import Mapping
 
 from a2a_hub.engine.cluster import Cluster
-from a2a_hub.engine.log import TaskLog
+from a2a_hub.engine.log import TaskLog, not_found
+from a2a_hub.engine.pubsub import PubSub
 from a2a_hub.engine.run import TaskRun
+from a2a_hub.engine.state import trim_history
+from a2a_hub.engine.stream import TaskStream
 from a2a_hub.protocol.errors import UnsupportedOperationError
-from a2a_hub.protocol.types import Message
+from a2a_hub.protocol.types import Message, SendMessageRequest, Task
 from a2a_hub.stores.base import MessageClaim, Store, StoredTask
 
 __all__ = ["DEFAULT_PATIENCE", "Claims", "Resolved"]
@@ -48,12 +51,14 @@ class Claims:
         store: Store,
         runs: Mapping[str, TaskRun],
         log: TaskLog,
+        pubsub: PubSub,
         cluster: Cluster | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.store = store
         self.runs = runs
         self.log = log
+        self.pubsub = pubsub
         self.instance = cluster.id if cluster is not None else f"local-{uuid.uuid4().hex[:8]}"
         #: How long a repeat waits for a first attempt that stored nothing.
         self.patience = cluster.orphan_timeout if cluster is not None else DEFAULT_PATIENCE
@@ -64,7 +69,9 @@ class Claims:
         """Claim the message for ``task_id`` (whose log ends at ``seq``): the claim made,
         and ``None`` when this request runs it, else the claim of the request that does."""
         claim = MessageClaim(task_id=task_id, seq=seq, instance=self.instance, created=time.time())
-        return claim, await self.store.claim_message(self.agent_id, owner, message_id, claim)
+        found = await self.store.claim_message(self.agent_id, owner, message_id, claim)
+        # a write sent again after a lost answer (the client's retry) finds itself
+        return claim, None if found == claim else found
 
     async def record_reply(
         self, owner: str | None, message_id: str, task_id: str, reply: Message
@@ -101,3 +108,63 @@ class Claims:
             found = await self.store.claim_message(self.agent_id, owner, message_id, claim)
             if found is not None:
                 claim = found
+
+    async def answer(
+        self, request: SendMessageRequest, owner: str | None, claim: MessageClaim
+    ) -> Task | Message:
+        """``SendMessage`` of a message id already sent: what its first request produced
+        (non-blocking: the task as it is now; blocking: once its turn has settled)."""
+        resolved = await self.resolve(owner, request.message.message_id, claim)
+        if isinstance(resolved, Message):
+            return resolved
+        config = request.configuration
+        history_length = config.history_length if config is not None else None
+        immediate = config is not None and config.return_immediately
+        if isinstance(resolved, TaskRun):
+            if immediate:
+                if resolved.task is None:
+                    await self._first_event(claim)
+                if resolved.task is not None:
+                    return trim_history(resolved.snapshot(), history_length)
+            result = await asyncio.shield(resolved.settled)
+            return trim_history(result, history_length) if isinstance(result, Task) else result
+        task = resolved.task
+        if not immediate and not (task.status.state.terminal or task.status.state.interrupted):
+            stream = TaskStream(self.log, self.pubsub, claim.task_id, after=claim.seq)
+            try:
+                await stream.start()
+                async for _ in stream:
+                    pass
+            finally:
+                stream.close()
+            run = self.runs.get(claim.task_id)
+            if run is not None and run.task is not None:
+                task = run.snapshot()
+            else:
+                record = await self.store.get_task_record(self.agent_id, claim.task_id)
+                if record is None:  # removed meanwhile
+                    raise not_found(claim.task_id)
+                task = record.task
+        return trim_history(task, history_length)
+
+    async def stream(
+        self, request: SendMessageRequest, owner: str | None, claim: MessageClaim
+    ) -> TaskStream:
+        """``SendStreamingMessage`` of a message id already sent: the events of its first
+        request's turn (replayed, then live), or its direct reply."""
+        resolved = await self.resolve(owner, request.message.message_id, claim)
+        stream = TaskStream(self.log, self.pubsub, claim.task_id, after=claim.seq)
+        if isinstance(resolved, Message):
+            return stream.reply(resolved)
+        return await stream.start()
+
+    async def _first_event(self, claim: MessageClaim) -> None:
+        """Wait for the first event of the turn ``claim`` belongs to (or its direct reply)."""
+        stream = TaskStream(self.log, self.pubsub, claim.task_id, after=claim.seq)
+        try:
+            await stream.start()
+            await stream.next()
+        except StopAsyncIteration:
+            pass
+        finally:
+            stream.close()

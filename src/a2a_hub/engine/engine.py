@@ -79,7 +79,7 @@ class TaskEngine:
         coordinator = None if cluster is None else cluster.coordinator
         self.log = TaskLog(agent_id, store, self._runs, coordinator)
         #: Idempotent sends: each message id of a caller runs once.
-        self.claims = Claims(agent_id, store, self._runs, self.log, cluster)
+        self.claims = Claims(agent_id, store, self._runs, self.log, self.pubsub, cluster)
         self._runs.claims = self.claims
         #: The tasks' push notification configs (the hub sets ``push.check_url``).
         self.push = PushConfigs(agent_id, store)
@@ -107,7 +107,7 @@ class TaskEngine:
         config = request.configuration
         history_length = config.history_length if config is not None else None
         if isinstance(opened, MessageClaim):
-            return await self._repeat(request, caller, opened)
+            return await self.claims.answer(request, caller.owner, opened)
         run = opened
         if config is not None and config.return_immediately:
             run.ensure_task()
@@ -160,11 +160,7 @@ class TaskEngine:
         a message id already sent: those of its first request's turn)."""
         opened = await self._open(request, new_task_id, caller, extensions)
         if isinstance(opened, MessageClaim):
-            resolved = await self.claims.resolve(caller.owner, request.message.message_id, opened)
-            stream = TaskStream(self.log, self.pubsub, opened.task_id, after=opened.seq)
-            if isinstance(resolved, Message):
-                return stream.reply(resolved)
-            return await stream.start()
+            return await self.claims.stream(request, caller.owner, opened)
         run = opened
         run.ctx.streaming = True
         fresh = run.task is None  # else a continued task: from its snapshot, new message included
@@ -186,9 +182,16 @@ class TaskEngine:
     ) -> TaskRun | MessageClaim:
         """Open the run of a send (its message claimed) with its push configs loaded and,
         with ``register``, the request's inline push config registered; or the claim of
-        the first request of a message id already sent.  A run that cannot be prepared is
-        dropped before its executor starts."""
+        the first request of a message id already sent.
+
+        A run that fails to be prepared is dropped when it has no task yet (nothing was
+        written, the agent never ran); a task that exists runs anyway, so that the claim
+        leads a retry to it (and it never stays submitted)."""
         _check_invoke(caller)
+        config = request.configuration
+        inline = config.task_push_notification_config if config is not None else None
+        if register and inline is not None:
+            await self.push.check(inline)  # bad input fails before the message is claimed
         opened = await self._runs.open(
             request, new_task_id=new_task_id, caller=caller, extensions=extensions
         )
@@ -196,11 +199,12 @@ class TaskEngine:
             return opened
         try:
             run = await self.push.load(opened)
-            config = request.configuration
-            if register and config is not None and config.task_push_notification_config is not None:
-                await self.push.register_inline(run, config.task_push_notification_config)
+            if register and inline is not None:
+                await self.push.register_inline(run, inline)
         except BaseException:
-            if self._runs.get(opened.task_id) is opened:
+            if opened.task is not None:
+                opened.driver = asyncio.ensure_future(self._drive(opened))
+            elif self._runs.get(opened.task_id) is opened:
                 del self._runs[opened.task_id]
             raise
         return run
@@ -220,52 +224,6 @@ class TaskEngine:
                 if answer:
                     raise
                 log.warning("could not keep the reply to message %s: %s", key[1], exc)
-
-    async def _repeat(
-        self, request: SendMessageRequest, caller: Caller, claim: MessageClaim
-    ) -> Task | Message:
-        """``SendMessage`` of a message id already sent: what its first request produced
-        (non-blocking: the task as it is now; blocking: once its turn has settled)."""
-        resolved = await self.claims.resolve(caller.owner, request.message.message_id, claim)
-        if isinstance(resolved, Message):
-            return resolved
-        config = request.configuration
-        history_length = config.history_length if config is not None else None
-        immediate = config is not None and config.return_immediately
-        if isinstance(resolved, TaskRun):
-            if immediate and resolved.task is not None:
-                return trim_history(resolved.snapshot(), history_length)
-            if immediate:
-                await self._first_event(claim)
-                if resolved.task is not None:
-                    return trim_history(resolved.snapshot(), history_length)
-            result = await asyncio.shield(resolved.settled)
-            return trim_history(result, history_length) if isinstance(result, Task) else result
-        task = resolved.task
-        if not immediate and not (task.status.state.terminal or task.status.state.interrupted):
-            stream = TaskStream(self.log, self.pubsub, claim.task_id, after=claim.seq)
-            try:
-                await stream.start()
-                async for _ in stream:
-                    pass
-            finally:
-                stream.close()
-            task = (await self._record(claim.task_id, caller)).task
-            run = self._runs.get(claim.task_id)
-            if run is not None and run.task is not None:
-                task = run.snapshot()
-        return trim_history(task, history_length)
-
-    async def _first_event(self, claim: MessageClaim) -> None:
-        """Wait for the first event of the turn ``claim`` belongs to (or its direct reply)."""
-        stream = TaskStream(self.log, self.pubsub, claim.task_id, after=claim.seq)
-        try:
-            await stream.start()
-            await stream.next()
-        except StopAsyncIteration:
-            pass
-        finally:
-            stream.close()
 
     async def subscribe(
         self, task_id: str, after: int | None = None, *, caller: Caller = ANONYMOUS

@@ -32,7 +32,7 @@ from a2a_hub.engine.requests import (
 )
 from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.state import new_id
-from a2a_hub.protocol.errors import UnsupportedOperationError
+from a2a_hub.protocol.errors import A2AError, UnsupportedOperationError
 from a2a_hub.protocol.types import Message, SendMessageRequest, StreamResponse, Task
 from a2a_hub.stores.base import MessageClaim, Store, StoredTask, TaskQuery
 
@@ -97,6 +97,12 @@ class Runs(dict[str, TaskRun]):
             self.refuse_if_running(task_id, caller)
             record = await self.store.get_task_record(self.agent_id, task_id)
             if record is not None and caller.sees(record.owner):
+                try:  # a refused message claims nothing, unless it is a repeat
+                    check_continuation(record.task, message)
+                except A2AError:
+                    history = record.task.history or []
+                    if all(m.message_id != message.message_id for m in history):
+                        raise
                 claimed = await self._claim(caller, message.message_id, task_id, record.seq)
                 if claimed is not None:
                     return claimed

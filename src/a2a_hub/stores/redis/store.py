@@ -129,6 +129,7 @@ from a2a_hub.stores.base import (
 )
 from a2a_hub.stores.coordinator import Coordinator
 from a2a_hub.stores.redis import scripts
+from a2a_hub.stores.redis.batch import ScriptBatch
 from a2a_hub.stores.redis.coordinator import RedisCoordinator
 from a2a_hub.stores.redis.keys import ClusterKeys, RedisKeys, keys_for
 
@@ -285,6 +286,8 @@ class RedisStore(Store):
             **client_options,
         }
         self._client: aioredis.Redis | None = None
+        #: Saves and message claims, group-committed: one pipeline per batch.
+        self._batch = ScriptBatch(lambda: self.client)
 
     def __repr__(self) -> str:
         return f"RedisStore({self.options.safe_url!r})"
@@ -333,6 +336,7 @@ class RedisStore(Store):
         self._client = client
 
     async def close(self) -> None:
+        await self._batch.close()
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
@@ -411,7 +415,7 @@ class RedisStore(Store):
             ident, queue = self._ident(d)
             args.extend((ident, d.seq * 2 + int(d.snapshot), _enc.encode(d), queue))
         args.append(len(deliveries))
-        ok, stored = await scripts.SAVE(self.client, keys, args)
+        ok, stored = await self._batch.call(scripts.SAVE, keys, args)
         if not ok:
             raise log_conflict(task.id, events[0].seq, int(stored))
 
@@ -491,8 +495,8 @@ class RedisStore(Store):
     ) -> MessageClaim | None:
         if not claim.created:
             claim = msgspec.structs.replace(claim, created=now())
-        found = await scripts.CLAIM_MESSAGE(
-            self.client,
+        found = await self._batch.call(
+            scripts.CLAIM_MESSAGE,
             (self.keys(agent_id).claim(owner, message_id),),
             (
                 _enc.encode(claim),

@@ -60,6 +60,19 @@ _CLAIM_SQL = (
     "$4::float8[], $5::bytea[], $6::text[], $7::bool[])"
 )
 
+# Saves and claims waiting together: one statement (the claims' function runs once, its
+# rows gathered in position order).
+_BOTH_SQL = (
+    f"WITH c AS (SELECT o_pos, o_data FROM {CLAIM_MESSAGES}($21::text[], $22::text[], "
+    "$23::text[], $24::float8[], $25::bytea[], $26::text[], $27::bool[])) "
+    f"SELECT {SAVE_TASKS_WITH_DELIVERIES}($1::text[], $2::text[], $3::text[], $4::text[], "
+    "$5::float8[], $6::bytea[], $7::text[], $8::int[], $9::int[], $10::bytea[], $11::text, "
+    "$12::int[], $13::text[], $14::int[], $15::int[], $16::int[], $17::float8[], "
+    "$18::float8[], $19::text[], $20::int[]), "
+    "(SELECT array_agg(o_pos ORDER BY o_pos) FROM c), "
+    "(SELECT array_agg(o_data ORDER BY o_pos) FROM c)"
+)
+
 _enc = msgspec.json.Encoder()
 
 
@@ -131,7 +144,6 @@ class PostgresWriter:
         self._pending: list[_Save] = []
         self._drainer: asyncio.Task[None] | None = None
         self._claims: list[_Claim] = []
-        self._claimer: asyncio.Task[None] | None = None
 
     async def save(
         self,
@@ -187,51 +199,67 @@ class PostgresWriter:
                 future,
             )
         )
-        if self._claimer is None or self._claimer.done():
-            self._claimer = asyncio.ensure_future(self._drain_claims())
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.ensure_future(self._drain())
         return await future
-
-    async def _drain_claims(self) -> None:
-        while self._claims:
-            batch, self._claims = self._claims, []
-            # one order of keys, so that two instances' batches never wait on each other
-            # in opposite orders; sorted() is stable: claims of one key keep theirs
-            ordered = sorted(batch, key=lambda c: (c.agent_id, c.owner, c.message_id))
-            try:
-                rows = await self._call(
-                    "fetch",
-                    _CLAIM_SQL,
-                    [c.agent_id for c in ordered],
-                    [c.owner for c in ordered],
-                    [c.message_id for c in ordered],
-                    [c.created for c in ordered],
-                    [c.data for c in ordered],
-                    [c.task_id for c in ordered],
-                    [c.reply for c in ordered],
-                )
-            except BaseException as exc:  # rolled back: none of them was recorded
-                for claim in ordered:
-                    if not claim.future.done():
-                        claim.future.set_exception(exc)
-                if not isinstance(exc, Exception):
-                    raise
-                continue
-            found = {int(pos): bytes(data) for pos, data in rows}
-            for pos, claim in enumerate(ordered, 1):
-                if not claim.future.done():  # its caller may have been cancelled meanwhile
-                    claim.future.set_result(found.get(pos))
 
     async def _drain(self) -> None:
         # One batch on its way at a time: under load batches grow instead of multiplying,
-        # and each costs the database one transaction and one WAL flush.
-        while self._pending:
-            batch, self._pending = self._pending, []
+        # and each costs the database one transaction and one WAL flush.  Claims and saves
+        # waiting together go in one statement.
+        while self._pending or self._claims:
+            saves, self._pending = self._pending, []
+            claims, self._claims = self._claims, []
             try:
-                await self._write(batch)
+                if saves and claims:
+                    await self._write_both(saves, claims)
+                else:
+                    if claims:
+                        await self._write_claims(claims)
+                    if saves:
+                        await self._write(saves)
             except BaseException as exc:  # cancelled: nobody may wait forever
-                for save in batch:
+                for save in saves:
                     _fail(save, exc)
+                for claim in claims:
+                    _fail(claim, exc)
                 raise
+
+    async def _write_both(self, saves: list[_Save], claims: list[_Claim]) -> None:
+        """Saves and claims in one statement (one round trip, one commit); if it fails
+        for another reason than an outage, each part is written on its own."""
+        ordered_saves = sorted(saves, key=lambda s: (s.agent_id, s.task_id))
+        ordered_claims = _sorted_claims(claims)
+        try:
+            row = await self._call(
+                "fetchrow",
+                _BOTH_SQL,
+                *_save_args(ordered_saves, self._channel),
+                *_claim_args(ordered_claims),
+            )
+        except StoreUnavailableError as exc:
+            for save in saves:
+                _fail(save, exc)
+            for claim in claims:
+                _fail(claim, exc)
+            return
+        except Exception:  # rolled back: each part on its own
+            await self._write_claims(claims)
+            await self._write(saves)
+            return
+        for save, outcome in zip(ordered_saves, row[0], strict=True):
+            _settle(save, outcome)
+        _found(ordered_claims, row[1] or [], row[2] or [])
+
+    async def _write_claims(self, claims: list[_Claim]) -> None:
+        ordered = _sorted_claims(claims)
+        try:
+            rows = await self._call("fetch", _CLAIM_SQL, *_claim_args(ordered))
+        except Exception as exc:  # rolled back: none of them was recorded
+            for claim in ordered:
+                _fail(claim, exc)
+            return
+        _found(ordered, [r[0] for r in rows], [r[1] for r in rows])
 
     async def _write(self, batch: list[_Save]) -> None:
         # Saves in one order of tasks, so that batches of two instances lock rows in the same
@@ -261,28 +289,7 @@ class PostgresWriter:
     async def _save_batch(self, saves: list[_Save]) -> list[int]:
         """Run one batch of saves (its own transaction)."""
         result: list[int] = await self._call(
-            "fetchval",
-            _SAVE_SQL,
-            [s.agent_id for s in saves],
-            [s.task_id for s in saves],
-            [s.context_id for s in saves],
-            [s.state for s in saves],
-            [s.updated_at for s in saves],
-            [s.data for s in saves],
-            [s.owner for s in saves],
-            [s.first for s in saves],
-            [len(s.events) for s in saves],
-            [blob for s in saves for blob in s.events],
-            self._channel,
-            [len(s.deliveries) for s in saves],
-            [d.config_id for s in saves for d in s.deliveries],
-            [d.seq for s in saves for d in s.deliveries],
-            [int(d.snapshot) for s in saves for d in s.deliveries],
-            [d.attempts for s in saves for d in s.deliveries],
-            [d.due for s in saves for d in s.deliveries],
-            [d.first_failure for s in saves for d in s.deliveries],
-            [d.last_error for s in saves for d in s.deliveries],
-            [int(d.dead) for s in saves for d in s.deliveries],
+            "fetchval", _SAVE_SQL, *_save_args(saves, self._channel)
         )
         return result
 
@@ -307,9 +314,8 @@ class PostgresWriter:
 
     async def close(self) -> None:
         """Finish what is queued."""
-        for drainer in (self._drainer, self._claimer):
-            if drainer is not None:
-                await asyncio.gather(drainer, return_exceptions=True)
+        if self._drainer is not None:
+            await asyncio.gather(self._drainer, return_exceptions=True)
 
 
 def _settle(save: _Save, outcome: int) -> None:
@@ -320,9 +326,62 @@ def _settle(save: _Save, outcome: int) -> None:
         save.future.set_result(None)
 
 
-def _fail(save: _Save, exc: BaseException) -> None:
-    if not save.future.done():
-        save.future.set_exception(exc)
+def _fail(item: _Save | _Claim, exc: BaseException) -> None:
+    if not item.future.done():
+        item.future.set_exception(exc)
+
+
+def _save_args(saves: list[_Save], channel: str | None) -> list[Any]:
+    """The parameters of the save function for ``saves``."""
+    return [
+        [s.agent_id for s in saves],
+        [s.task_id for s in saves],
+        [s.context_id for s in saves],
+        [s.state for s in saves],
+        [s.updated_at for s in saves],
+        [s.data for s in saves],
+        [s.owner for s in saves],
+        [s.first for s in saves],
+        [len(s.events) for s in saves],
+        [blob for s in saves for blob in s.events],
+        channel,
+        [len(s.deliveries) for s in saves],
+        [d.config_id for s in saves for d in s.deliveries],
+        [d.seq for s in saves for d in s.deliveries],
+        [int(d.snapshot) for s in saves for d in s.deliveries],
+        [d.attempts for s in saves for d in s.deliveries],
+        [d.due for s in saves for d in s.deliveries],
+        [d.first_failure for s in saves for d in s.deliveries],
+        [d.last_error for s in saves for d in s.deliveries],
+        [int(d.dead) for s in saves for d in s.deliveries],
+    ]
+
+
+def _sorted_claims(claims: list[_Claim]) -> list[_Claim]:
+    """One order of keys, so that two instances' batches never wait on each other in
+    opposite orders; sorted() is stable: claims of one key keep theirs."""
+    return sorted(claims, key=lambda c: (c.agent_id, c.owner, c.message_id))
+
+
+def _claim_args(claims: list[_Claim]) -> list[Any]:
+    """The parameters of the claim function for ``claims``."""
+    return [
+        [c.agent_id for c in claims],
+        [c.owner for c in claims],
+        [c.message_id for c in claims],
+        [c.created for c in claims],
+        [c.data for c in claims],
+        [c.task_id for c in claims],
+        [c.reply for c in claims],
+    ]
+
+
+def _found(claims: list[_Claim], positions: list[int], data: list[bytes]) -> None:
+    """Tell each claim's caller the claim found in its place (``None``: it was recorded)."""
+    found = {int(pos): bytes(blob) for pos, blob in zip(positions, data, strict=True)}
+    for pos, claim in enumerate(claims, 1):
+        if not claim.future.done():  # its caller may have been cancelled meanwhile
+            claim.future.set_result(found.get(pos))
 
 
 def _single_failure(save: _Save, exc: BaseException) -> BaseException:

@@ -45,6 +45,8 @@ __all__ = [
     "LLM_CALLS",
     "LLM_SECONDS",
     "LLM_TOKENS",
+    "PUSH_DELIVERIES",
+    "PUSH_OUTBOX",
     "REGISTRY",
     "REQUEST_SECONDS",
     "STORE_FAILURES",
@@ -58,6 +60,9 @@ __all__ = [
     "TASKS_ACTIVE",
     "TASK_SECONDS",
     "TOOL_CALLS",
+    "WEBSOCKETS_CUT_LOOSE",
+    "WEBSOCKETS_OPEN",
+    "WEBSOCKET_EVENTS",
     "FastCounter",
     "FastGauge",
     "FastHistogram",
@@ -230,6 +235,35 @@ STORE_SECONDS = FastHistogram(
     ["backend", "operation"],
     _FAST,
 )
+WEBSOCKETS_OPEN = Gauge(
+    "a2a_websockets_open",
+    "WebSocket connections open now (seed 003 channel).",
+    multiprocess_mode="livesum",
+    registry=REGISTRY,
+)
+WEBSOCKET_EVENTS = FastCounter(
+    "a2a_websocket_events_sent_total", "Events sent to WebSocket clients.", []
+)
+WEBSOCKETS_CUT_LOOSE = FastCounter(
+    "a2a_websockets_cut_loose_total",
+    "WebSocket clients too slow to read an event in time: closed, to resume with sync_state.",
+    [],
+)
+PUSH_DELIVERIES = FastCounter(
+    "a2a_push_deliveries_total",
+    "Push notification attempts by result: delivered, retry (failed, tried again later), "
+    "dead (gave up), gone (the webhook answered 410: config deleted), dropped (the config "
+    "was deleted meanwhile).",
+    ["result"],
+)
+PUSH_OUTBOX = Gauge(
+    "a2a_push_outbox_deliveries",
+    "Deliveries in the push outbox by state (pending, dead), as last counted by this "
+    "instance's dispatcher (every few seconds).",
+    ["state"],
+    multiprocess_mode="max",
+    registry=REGISTRY,
+)
 STREAM_REPLAYED = FastCounter(
     "a2a_stream_events_replayed_total",
     "Events a stream (SSE, gRPC, WebSocket sync) sent from the event log rather than live: "
@@ -340,6 +374,19 @@ def run_ended(agent: str, began: float, task: Any) -> None:
         state = task.status.state
         label = _state_labels.get(state) or _state_labels.setdefault(state, state.label)
     TASKS.inc((agent, label))
+
+
+def push_delivery(result: str) -> None:
+    """Count one push attempt's result (see :data:`PUSH_DELIVERIES`)."""
+    if _enabled:
+        PUSH_DELIVERIES.inc((result,))
+
+
+def push_outbox(pending: int, dead: int) -> None:
+    """Record the outbox's size as just counted (see :data:`PUSH_OUTBOX`)."""
+    if _enabled:
+        PUSH_OUTBOX.labels("pending").set(pending)
+        PUSH_OUTBOX.labels("dead").set(dead)
 
 
 def stream_replayed(events: int) -> None:

@@ -64,7 +64,8 @@ async def hub_process(
 
 async def send(url: str, hook: str, text: str) -> str:
     params = {
-        "message": {"messageId": text, "role": "ROLE_USER", "parts": [{"text": text}]},
+        # a fresh message id: a shared database keeps the claims of earlier runs
+        "message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}]},
         "configuration": {"taskPushNotificationConfig": {"url": hook, "id": "p"}},
     }
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
@@ -167,13 +168,17 @@ async def test_a_config_stored_on_another_instance_reaches_the_running_task_at_o
     learns of it within the same turn (a signal), sends the snapshot, then every change."""
     receiver = Receiver()
     await receiver.start()
-    chatty = "chatty=tests.support.agents:ChattyExecutor?chunks=40&pause_every=1&delay=0.1"
+    chatty = "chatty=tests.support.agents:Drip?chunks=40&interval=0.1"  # 4 s of chunks
     try:
         async with (
             hub_process(shared_store, tmp_path, chatty) as (a, _),
             hub_process(shared_store, tmp_path, chatty) as (b, _),
         ):
-            message = {"messageId": "late", "role": "ROLE_USER", "parts": [{"text": "go"}]}
+            message = {
+                "messageId": uuid.uuid4().hex,
+                "role": "ROLE_USER",
+                "parts": [{"text": "go"}],
+            }
             sent = await rpc(
                 f"{a}/a2a/chatty",
                 "SendMessage",

@@ -294,12 +294,18 @@ async def test_retention_removes_finished_tasks_older_than_the_ttl(tmp_path: Any
     assert settings.store.task_ttl == 7 * 86400  # the default: a week
     async with running(Hub(settings)) as c:
         ids = []
-        for text in ("a", "b", "c"):
-            r = await c.post("/a2a/echo/message:send", json=send_params(text))
+        sent = [send_params(text) for text in ("a", "b", "c")]
+        for params in sent:
+            r = await c.post("/a2a/echo/message:send", json=params)
             ids.append(r.json()["task"]["id"])
+        again = await c.post("/a2a/echo/message:send", json=sent[0])  # a repeat: the same task
+        assert again.json()["task"]["id"] == ids[0]
         hub: Hub = c._transport.app.state.hub  # type: ignore[attr-defined]
         assert await Retention(hub, 3600).run_once() == 0  # none older than an hour
         await asyncio.sleep(0.05)
         assert await Retention(hub, 0.01).run_once() == 3
         for task_id in ids:
             assert (await c.get(f"/a2a/echo/tasks/{task_id}")).status_code == 404
+        # the messages' claims went with them: the same messageId is a new message now
+        later = await c.post("/a2a/echo/message:send", json=sent[0])
+        assert later.json()["task"]["id"] not in ids

@@ -39,7 +39,7 @@ from a2a_hub.stores import (
     TaskQuery,
     open_store,
 )
-from a2a_hub.stores.base import Delivery
+from a2a_hub.stores.base import Delivery, MessageClaim
 from tests.support.stores import Backend, StoreHarness
 
 # --- builders --------------------------------------------------------------------------
@@ -817,9 +817,11 @@ async def test_outbox_lease_expiry_hands_a_claim_over(store: Store, agent_id: st
 async def test_outbox_retry_dead_and_requeue(store: Store, agent_id: str) -> None:
     task = make_task("t-dead")
     await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    pending, dead_before = await store.outbox_size()  # a shared store may hold others' too
     await store.add_deliveries(
         [delivery(agent_id, task.id, "a", 2), delivery(agent_id, task.id, "a", 3)]
     )
+    assert await store.outbox_size() == (pending + 2, dead_before)
     now = time.time()
     (head,) = await claim_mine(store, agent_id, now)
     head.attempts, head.due, head.first_failure, head.last_error = 1, now + 60, now, "HTTP 500"
@@ -831,11 +833,13 @@ async def test_outbox_retry_dead_and_requeue(store: Store, agent_id: str) -> Non
     await store.update_delivery(retried)
     (next_one,) = await claim_mine(store, agent_id, now + 61)  # dead: no longer holds it back
     assert next_one.seq == 3
+    assert await store.outbox_size() == (pending + 1, dead_before + 1)
     dead = [d for d in await store.dead_deliveries() if d.agent_id == agent_id]
     assert [(d.seq, d.attempts, d.last_error) for d in dead] == [(2, 1, "HTTP 500")]
     assert await store.requeue_deliveries([dead[0].id]) == 1
     assert [d for d in await store.dead_deliveries() if d.agent_id == agent_id] == []
     await store.finish_delivery(next_one)
+    assert await store.outbox_size() == (pending + 1, dead_before)
     (requeued,) = await claim_mine(store, agent_id, time.time() + 1)
     assert requeued.seq == 2 and requeued.attempts == 0
 
@@ -850,6 +854,54 @@ async def test_outbox_concurrent_claims_never_share(harness: StoreHarness, agent
     a, b = await asyncio.gather(claim_mine(store, agent_id, now), claim_mine(other, agent_id, now))
     ids_a, ids_b = {d.id for d in a}, {d.id for d in b}
     assert not ids_a & ids_b and len(ids_a | ids_b) == 20
+
+
+async def test_outbox_a_round_reads_its_sources_and_settles_at_once(
+    store: Store, agent_id: str
+) -> None:
+    task = make_task("t-round")
+    other = make_task("t-round-2")
+    await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    await store.save_task(agent_id, other, [snapshot_event(1, other)])
+    await store.set_push_config(agent_id, task.id, push_config("a"))
+    await store.set_push_config(agent_id, other.id, push_config("b", url="https://b.example/h"))
+    working = with_state(task, TaskState.WORKING)
+    status = status_event(2, task, TaskState.WORKING)
+    await store.save_task(
+        agent_id, working, [status], deliveries=[delivery(agent_id, task.id, "a", 2)]
+    )
+    await store.add_deliveries(
+        [
+            delivery(agent_id, other.id, "b", 1, snap=True),
+            delivery(agent_id, other.id, "gone", 1),  # no such config
+            delivery(agent_id, task.id, "a", 9),  # no such event
+        ]
+    )
+    now = time.time()
+    claimed = await claim_mine(store, agent_id, now)
+    assert len(claimed) == 3  # (a, 2) holds back (a, 9)
+    sources = await store.delivery_sources(claimed)
+    by_id = {d.config_id: s for d, s in zip(claimed, sources, strict=True)}
+    assert by_id["a"].config == push_config("a") and by_id["a"].event == status.event
+    assert by_id["b"].config is not None and by_id["b"].config.url == "https://b.example/h"
+    assert by_id["b"].event is None  # a snapshot delivery has no event
+    assert by_id["gone"] == (None, None)
+    # one call: the sent one leaves, the failed one is rescheduled, the dead one kept
+    sent = next(d for d in claimed if d.config_id == "a")
+    retry = next(d for d in claimed if d.config_id == "b")
+    dead = next(d for d in claimed if d.config_id == "gone")
+    retry.attempts, retry.due, retry.last_error = 1, now + 60, "HTTP 503"
+    dead.dead, dead.last_error = True, "unsafe"
+    await store.settle_deliveries([sent], [retry, dead])
+    (nine,) = await claim_mine(store, agent_id, now, lease=100)  # (a, 2) went: (a, 9) next
+    assert nine.seq == 9
+    assert (await store.delivery_sources([nine]))[0] == (push_config("a"), None)
+    (later,) = await claim_mine(store, agent_id, now + 61)
+    assert later.config_id == "b" and later.attempts == 1 and later.last_error == "HTTP 503"
+    assert [d.last_error for d in await store.dead_deliveries() if d.agent_id == agent_id] == [
+        "unsafe"
+    ]
+    await store.settle_deliveries()  # nothing to do is fine
 
 
 async def test_meta_compare_and_swap(harness: StoreHarness) -> None:
@@ -893,3 +945,106 @@ async def test_purge_expired_removes_old_terminal_tasks_only(store: Store, agent
     left = await store.list_tasks(agent_id, TaskQuery())
     assert sorted(t.id for t in left.tasks) == ["running", "waiting"]
     assert await store.last_seq(agent_id, running.id) == 1
+
+
+# --- message claims (idempotent sends) ---------------------------------------------------
+
+
+def reply_message(text: str) -> Message:
+    return Message(message_id=f"r-{text}", role=Role.AGENT, parts=[Part(text=text)])
+
+
+async def test_claim_message_records_once_and_returns_the_first(
+    store: Store, agent_id: str
+) -> None:
+    first = MessageClaim(task_id="t-1", seq=0, instance="a", created=time.time())
+    assert await store.claim_message(agent_id, "alice", "m-1", first) is None
+    again = MessageClaim(task_id="t-2", seq=3, instance="b", created=time.time())
+    assert await store.claim_message(agent_id, "alice", "m-1", again) == first
+    # the key is (agent, owner, message id): anything else is another message
+    assert await store.claim_message(agent_id, "bob", "m-1", again) is None
+    assert await store.claim_message(agent_id, None, "m-1", again) is None
+    assert await store.claim_message(agent_id, "alice", "m-2", again) is None
+    other_agent = agent_id + "-other"
+    assert await store.claim_message(other_agent, "alice", "m-1", again) is None
+    assert await store.claim_message(agent_id, None, "m-1", first) == again
+    await store.purge_claims(other_agent, time.time() + 60, 100)
+
+
+async def test_claim_message_reply_completes_only_its_own_claim(
+    store: Store, agent_id: str
+) -> None:
+    claim = MessageClaim(task_id="t-1", instance="a", created=time.time())
+    assert await store.claim_message(agent_id, "alice", "m-1", claim) is None
+    # a reply for another task changes nothing
+    foreign = msgspec.structs.replace(claim, task_id="t-9", reply=reply_message("no"))
+    assert await store.claim_message(agent_id, "alice", "m-1", foreign) == claim
+    answered = msgspec.structs.replace(claim, reply=reply_message("yes"))
+    assert await store.claim_message(agent_id, "alice", "m-1", answered) is None
+    fresh = MessageClaim(task_id="t-2", created=time.time())
+    found = await store.claim_message(agent_id, "alice", "m-1", fresh)
+    assert found == answered and found is not None and found.reply == reply_message("yes")
+    # the first reply stays
+    later = msgspec.structs.replace(claim, reply=reply_message("later"))
+    assert await store.claim_message(agent_id, "alice", "m-1", later) == answered
+
+
+async def test_concurrent_claims_of_one_message_have_one_winner(
+    harness: StoreHarness, agent_id: str
+) -> None:
+    store = harness.store
+    other = await harness.open() if harness.backend.durable else store
+    claims = [MessageClaim(task_id=f"t-{i}", created=time.time()) for i in range(50)]
+    results = await asyncio.gather(
+        *(
+            (store if i % 2 else other).claim_message(agent_id, "alice", "m-race", c)
+            for i, c in enumerate(claims)
+        )
+    )
+    winners = [c for c, r in zip(claims, results, strict=True) if r is None]
+    assert len(winners) == 1
+    assert all(r == winners[0] for r in results if r is not None)
+
+
+async def test_purge_claims_removes_old_claims_only(store: Store, agent_id: str) -> None:
+    old = time.time() - 7200
+    for i in range(3):
+        claim = MessageClaim(task_id=f"old-{i}", created=old)
+        assert await store.claim_message(agent_id, "alice", f"old-{i}", claim) is None
+    new = MessageClaim(task_id="new", created=time.time())
+    assert await store.claim_message(agent_id, "alice", "new", new) is None
+    removed = await store.purge_claims(agent_id, time.time() - 3600, limit=2)
+    removed += await store.purge_claims(agent_id, time.time() - 3600, limit=2)
+    if removed == 0:  # a backend whose claims expire by themselves (Redis: key TTLs)
+        assert await store.purge_claims(agent_id, time.time() - 3600) == 0
+        return
+    assert removed == 3
+    assert await store.purge_claims(agent_id, time.time() - 3600) == 0
+    again = MessageClaim(task_id="again", created=time.time())
+    assert await store.claim_message(agent_id, "alice", "old-0", again) is None
+    assert await store.claim_message(agent_id, "alice", "new", again) == new
+
+
+async def test_claims_and_saves_written_together_each_get_their_own_outcome(
+    store: Store, agent_id: str
+) -> None:
+    taken = MessageClaim(task_id="t-taken", created=time.time())
+    assert await store.claim_message(agent_id, "alice", "taken", taken) is None
+    old = make_task("t-old")
+    await store.save_task(agent_id, old, [snapshot_event(1, old)])
+    tasks = [make_task(f"t-{i}") for i in range(10)]
+    claims = [MessageClaim(task_id=f"t-{i}", created=time.time()) for i in range(10)]
+    results = await asyncio.gather(
+        *(store.save_task(agent_id, t, [snapshot_event(1, t)]) for t in tasks),
+        *(store.claim_message(agent_id, "alice", f"m-{i}", c) for i, c in enumerate(claims)),
+        store.claim_message(agent_id, "alice", "taken", claims[0]),
+        store.save_task(agent_id, old, [snapshot_event(1, old)]),  # a conflict, alone
+        return_exceptions=True,
+    )
+    assert results[:20] == [None] * 20
+    assert results[20] == taken
+    assert isinstance(results[21], LogConflictError)
+    for t in tasks:
+        assert await store.get_task(agent_id, t.id) == t
+    for i, c in enumerate(claims):
+        assert await store.claim_message(agent_id, "alice", f"m-{i}", claims[-1 - i]) == c

@@ -43,17 +43,20 @@ def make_hub(
 class LiveServer:
     """A real uvicorn server of a hub on a loopback socket, in the test's event loop."""
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, port: int = 0) -> None:
+        """``port`` 0 takes a free one; a fixed port lets a second server replace a first."""
         import socket
 
         import uvicorn
 
         self.hub = hub
         self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(create_app(hub), log_level="warning", lifespan="on")
+        self.app = create_app(hub)
+        config = uvicorn.Config(self.app, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)
 
     async def __aenter__(self) -> LiveServer:

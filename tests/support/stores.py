@@ -9,6 +9,7 @@ when it (or its driver) is missing, except when ``CI=true``: then they fail.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -102,6 +103,8 @@ class StoreHarness:
             while tasks := (await store.list_tasks(agent_id, TaskQuery(page_size=500))).tasks:
                 for task in tasks:
                     await store.delete_task(agent_id, task.id)
+            while await store.purge_claims(agent_id, time.time() + 60, 500) == 500:
+                pass
 
     async def aclose(self) -> None:
         """Close every store this harness opened, then purge what the test stored."""

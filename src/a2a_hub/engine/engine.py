@@ -16,9 +16,11 @@ the answer for an unknown task, before anything could reveal that it exists.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
+from a2a_hub.engine.claims import Claims
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.ending import cancel_stored_task
 from a2a_hub.engine.executor import AgentExecutor
@@ -31,6 +33,7 @@ from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.runs import Runs
 from a2a_hub.engine.state import trim_history
 from a2a_hub.engine.stream import TaskStream
+from a2a_hub.protocol.errors import PermissionDeniedError, UnsupportedOperationError
 from a2a_hub.protocol.types import (
     ListTasksRequest,
     ListTasksResponse,
@@ -39,10 +42,14 @@ from a2a_hub.protocol.types import (
     Task,
     TaskPushNotificationConfig,
 )
-from a2a_hub.stores.base import Store, StoredTask
+from a2a_hub.stores.base import MessageClaim, Store, StoredTask
 from a2a_hub.stores.coordinator import PUSH_CONFIG_SIGNAL, Signal
 
+log = logging.getLogger("a2a_hub.engine")
+
 __all__ = ["TaskEngine"]
+
+log = logging.getLogger("a2a_hub.engine")
 
 
 class TaskEngine:
@@ -54,7 +61,6 @@ class TaskEngine:
         executor: AgentExecutor,
         store: Store,
         *,
-        flush_delay: float = 0.05,
         cluster: Cluster | None = None,
         cancel_wait: float = 10.0,
     ) -> None:
@@ -66,12 +72,15 @@ class TaskEngine:
         self.cancel_wait = cancel_wait
         #: Every event as it happens: per-task topics and the agent-wide feed.
         self.pubsub = PubSub()
-        #: Writes the runs that keep working, every ``flush_delay`` seconds.
-        self.flusher = Flusher(flush_delay)
+        #: Writes the runs that keep working, as soon as they have new events.
+        self.flusher = Flusher()
         self._runs = Runs(agent_id, executor, store, self.pubsub, self.flusher, cluster)
         #: Each task's events after a given seq, those not written yet included.
         coordinator = None if cluster is None else cluster.coordinator
         self.log = TaskLog(agent_id, store, self._runs, coordinator)
+        #: Idempotent sends: each message id of a caller runs once.
+        self.claims = Claims(agent_id, store, self._runs, self.log, self.pubsub, cluster)
+        self._runs.claims = self.claims
         #: The tasks' push notification configs (the hub sets ``push.check_url``).
         self.push = PushConfigs(agent_id, store)
         if cluster is not None:
@@ -91,27 +100,29 @@ class TaskEngine:
 
         ``new_task_id`` is the id a new task gets (0.1 clients choose their own);
         if a task with that id exists, the message continues it.  ``extensions`` are
-        the activated extensions (the executor's ``ctx.extensions``).
+        the activated extensions (the executor's ``ctx.extensions``).  A message id the
+        caller already sent is answered with what its first request produced.
         """
-        run = await self.push.load(
-            await self._runs.open(
-                request, new_task_id=new_task_id, caller=caller, extensions=extensions
-            )
-        )
+        opened = await self._open(request, new_task_id, caller, extensions)
         config = request.configuration
-        if config is not None and config.task_push_notification_config is not None:
-            await self.push.register_inline(run, config.task_push_notification_config)
         history_length = config.history_length if config is not None else None
+        if isinstance(opened, MessageClaim):
+            return await self.claims.answer(request, caller.owner, opened)
+        run = opened
         if config is not None and config.return_immediately:
             run.ensure_task()
-            await run.flush()
-            run.driver = asyncio.ensure_future(run.drive())
+            try:
+                await run.flush()
+            finally:
+                # Written or not, the task runs: the claim makes a retry of this message
+                # find it (and the flusher writes it, with its lease, once it can).
+                run.driver = asyncio.ensure_future(self._drive(run))
             return trim_history(run.snapshot(), history_length)
         # Blocking: run the executor right here, in the request's own asyncio task (no
         # task to create, no hop through the loop).  A CancelTask cancels this task;
         # drive() absorbs that cancellation and leaves the task canceled.
         run.driver = asyncio.current_task()
-        await run.drive()
+        await self._drive(run, answer=True)
         result = run.settled.result()
         if isinstance(result, Task):
             return trim_history(result, history_length)
@@ -125,12 +136,17 @@ class TaskEngine:
         caller: Caller = ANONYMOUS,
         extensions: frozenset[str] = frozenset(),
     ) -> TaskRun:
-        """Validate a send and prepare its run (not started): shared by send and stream."""
-        return await self.push.load(
-            await self._runs.open(
-                request, new_task_id=new_task_id, caller=caller, extensions=extensions
+        """Validate a send and prepare its run (not started): shared by send and stream.
+
+        A message id the caller already sent is refused here (it has no run to start)."""
+        opened = await self._open(request, new_task_id, caller, extensions, register=False)
+        if isinstance(opened, MessageClaim):
+            raise UnsupportedOperationError(
+                f"Message {request.message.message_id} was already sent "
+                f"(task {opened.task_id}); follow that task",
+                data={"messageId": request.message.message_id, "taskId": opened.task_id},
             )
-        )
+        return opened
 
     async def send_stream(
         self,
@@ -140,21 +156,74 @@ class TaskEngine:
         caller: Caller = ANONYMOUS,
         extensions: frozenset[str] = frozenset(),
     ) -> TaskStream:
-        """``SendStreamingMessage``: the events of the turn this message starts, live."""
-        run = await self.push.load(
-            await self._runs.open(
-                request, new_task_id=new_task_id, caller=caller, extensions=extensions
-            )
-        )
-        config = request.configuration
-        if config is not None and config.task_push_notification_config is not None:
-            await self.push.register_inline(run, config.task_push_notification_config)
+        """``SendStreamingMessage``: the events of the turn this message starts, live (for
+        a message id already sent: those of its first request's turn)."""
+        opened = await self._open(request, new_task_id, caller, extensions)
+        if isinstance(opened, MessageClaim):
+            return await self.claims.stream(request, caller.owner, opened)
+        run = opened
         run.ctx.streaming = True
         fresh = run.task is None  # else a continued task: from its snapshot, new message included
+        if not fresh:
+            await run.flush()  # streams show only what is written: the new message first
         stream = TaskStream(self.log, self.pubsub, run.task_id, after=0 if fresh else None)
         await stream.start(fresh=fresh)
-        run.driver = asyncio.ensure_future(run.drive())
+        run.driver = asyncio.ensure_future(self._drive(run))
         return stream
+
+    async def _open(
+        self,
+        request: SendMessageRequest,
+        new_task_id: str | None,
+        caller: Caller,
+        extensions: frozenset[str],
+        *,
+        register: bool = True,
+    ) -> TaskRun | MessageClaim:
+        """Open the run of a send (its message claimed) with its push configs loaded and,
+        with ``register``, the request's inline push config registered; or the claim of
+        the first request of a message id already sent.
+
+        A run that fails to be prepared is dropped when it has no task yet (nothing was
+        written, the agent never ran); a task that exists runs anyway, so that the claim
+        leads a retry to it (and it never stays submitted)."""
+        _check_invoke(caller)
+        config = request.configuration
+        inline = config.task_push_notification_config if config is not None else None
+        if register and inline is not None:
+            await self.push.check(inline)  # bad input fails before the message is claimed
+        opened = await self._runs.open(
+            request, new_task_id=new_task_id, caller=caller, extensions=extensions
+        )
+        if isinstance(opened, MessageClaim):
+            return opened
+        try:
+            run = await self.push.load(opened)
+            if register and inline is not None:
+                await self.push.register_inline(run, inline)
+        except BaseException:
+            if opened.task is not None:
+                opened.driver = asyncio.ensure_future(self._drive(opened))
+            elif self._runs.get(opened.task_id) is opened:
+                del self._runs[opened.task_id]
+            raise
+        return run
+
+    async def _drive(self, run: TaskRun, *, answer: bool = False) -> None:
+        """Drive ``run``; a direct reply of the agent is kept with the message's claim
+        (before the request is answered, with ``answer``)."""
+        key = self._runs.claim_key(run.task_id)
+        await run.drive()
+        if key is None or not run.settled.done() or run.settled.exception() is not None:
+            return
+        reply = run.settled.result()
+        if isinstance(reply, Message):
+            try:
+                await self.claims.record_reply(key[0], key[1], run.task_id, reply)
+            except Exception as exc:
+                if answer:
+                    raise
+                log.warning("could not keep the reply to message %s: %s", key[1], exc)
 
     async def subscribe(
         self, task_id: str, after: int | None = None, *, caller: Caller = ANONYMOUS
@@ -212,9 +281,10 @@ class TaskEngine:
         """``GetTask``: the newest snapshot, history trimmed to ``history_length``."""
         check_history_length(history_length)
         run = self._runs.get(task_id)
-        if run is not None and run.task is not None:
+        written = None if run is None else run.stored()  # what is shown is in the store
+        if run is not None and written is not None:
             _check_sees(caller, run.owner, task_id)
-            return trim_history(run.snapshot(), history_length)
+            return trim_history(written, history_length)
         task = (await self._record(task_id, caller)).task
         return trim_history(task, history_length)
 
@@ -229,8 +299,9 @@ class TaskEngine:
         tasks = []
         for task in page.tasks:
             run = self._runs.get(task.id)
-            if run is not None and run.task is not None:
-                task = run.snapshot()
+            written = None if run is None else run.stored()
+            if written is not None:
+                task = written
             tasks.append(trim_history(task, request.history_length, include_artifacts=include))
         return ListTasksResponse(
             tasks=tasks,
@@ -241,12 +312,13 @@ class TaskEngine:
 
     async def cancel_task(self, task_id: str, *, caller: Caller = ANONYMOUS) -> Task:
         """``CancelTask``: stop the executor if it runs, and end the task ``canceled``."""
+        _check_invoke(caller)
         run = self._runs.get(task_id)
         if run is not None and run.task is not None and not run.task.status.state.terminal:
             _check_sees(caller, run.owner, task_id)
             return await run.cancel()
         record = await self._record(task_id, caller)
-        return await cancel_stored_task(
+        task = await cancel_stored_task(
             self.store,
             self.agent_id,
             record,
@@ -254,6 +326,13 @@ class TaskEngine:
             instance=self.cluster,
             wait=self.cancel_wait,
         )
+        if record.task.status.state.interrupted:
+            # no execute runs to be told: the executor hears of it through its hook
+            try:
+                await self.executor.cancel_waiting(record.task)
+            except Exception:
+                log.exception("cancel_waiting of agent %s, task %s", self.agent_id, task_id)
+        return task
 
     # --- push notification configs --------------------------------------------------
 
@@ -273,6 +352,7 @@ class TaskEngine:
     ) -> TaskPushNotificationConfig:
         """``CreateTaskPushNotificationConfig`` for ``config.task_id`` (an id is given if it
         has none); returns the stored config, masked."""
+        _check_invoke(caller)
         task_id = config.task_id or ""
         await self.push.check(config)
         await self._visible(task_id, caller)
@@ -318,6 +398,7 @@ class TaskEngine:
         self, task_id: str, config_id: str, *, caller: Caller = ANONYMOUS
     ) -> None:
         """``DeleteTaskPushNotificationConfig``; deleting an unknown config is not found."""
+        _check_invoke(caller)
         await self._visible(task_id, caller)
         if not await self.store.delete_push_config(self.agent_id, task_id, config_id):
             raise not_found(task_id, f"it has no push notification config {config_id!r}")
@@ -332,6 +413,14 @@ class TaskEngine:
         await self.flusher.close()
         await self._runs.stop()
         self.pubsub.close()
+
+
+def _check_invoke(caller: Caller) -> None:
+    if not caller.may_invoke:
+        raise PermissionDeniedError(
+            "This API key may read tasks but not call the agent: it needs the invoke scope",
+            data={"scopes": sorted(caller.scopes)},
+        )
 
 
 def _check_sees(caller: Caller, owner: str | None, task_id: str) -> None:

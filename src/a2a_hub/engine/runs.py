@@ -4,7 +4,9 @@
 it.  :meth:`Runs.open` turns an incoming message into a run, not yet started: a
 new task (created by the caller, who becomes its owner) or the next turn of an
 interrupted one.  A message naming a task the caller may not see is answered
-exactly as for an unknown task.
+exactly as for an unknown task.  Before a run is handed out, its message is claimed
+(:class:`~a2a_hub.engine.claims.Claims`): a message id the caller already sent gives
+the claim of its first request instead of a run.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import msgspec
 
 from a2a_hub import metrics
 from a2a_hub.engine.caller import Caller
+from a2a_hub.engine.claims import Claims
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.executor import AgentExecutor, RequestContext
 from a2a_hub.engine.flusher import Flusher
@@ -29,9 +32,9 @@ from a2a_hub.engine.requests import (
 )
 from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.state import new_id
-from a2a_hub.protocol.errors import UnsupportedOperationError
+from a2a_hub.protocol.errors import A2AError, UnsupportedOperationError
 from a2a_hub.protocol.types import Message, SendMessageRequest, StreamResponse, Task
-from a2a_hub.stores.base import Store, StoredTask, TaskQuery
+from a2a_hub.stores.base import MessageClaim, Store, StoredTask, TaskQuery
 
 __all__ = ["Runs"]
 
@@ -60,6 +63,10 @@ class Runs(dict[str, TaskRun]):
         self.cluster = cluster
         #: When each run began (for the task metrics), by task id.
         self._began: dict[str, float] = {}
+        #: The message claims (set by the engine, which builds them over this registry).
+        self.claims: Claims | None = None
+        #: Task id -> the (owner, message id) key and claim of the message its run serves.
+        self._claimed: dict[str, tuple[tuple[str | None, str], MessageClaim]] = {}
 
     async def open(
         self,
@@ -68,12 +75,14 @@ class Runs(dict[str, TaskRun]):
         new_task_id: str | None,
         caller: Caller,
         extensions: frozenset[str] = frozenset(),
-    ) -> TaskRun:
-        """Validate a send and prepare its run (not started).
+    ) -> TaskRun | MessageClaim:
+        """Validate a send, claim its message and prepare its run (not started).
 
         ``new_task_id`` is the id a new task gets (0.1 clients choose their own);
         if a task with that id exists, the message continues it.  ``extensions`` are
         the extensions the request activates (the executor's ``ctx.extensions``).
+        A message id the caller already sent to this agent returns the claim of its
+        first request (nothing runs); a failing claim raises the store's error.
         """
         message = request.message
         check_message(message)
@@ -82,9 +91,21 @@ class Runs(dict[str, TaskRun]):
             check_history_length(config.history_length, "configuration.historyLength")
         task_id = message.task_id or new_task_id
         if task_id is not None:
+            held = self._claimed.get(task_id)
+            if held is not None and held[0] == (caller.owner, message.message_id):
+                return held[1]  # a repeat of the message this task's run serves
             self.refuse_if_running(task_id, caller)
             record = await self.store.get_task_record(self.agent_id, task_id)
             if record is not None and caller.sees(record.owner):
+                try:  # a refused message claims nothing, unless it is a repeat
+                    check_continuation(record.task, message)
+                except A2AError:
+                    history = record.task.history or []
+                    if all(m.message_id != message.message_id for m in history):
+                        raise
+                claimed = await self._claim(caller, message.message_id, task_id, record.seq)
+                if claimed is not None:
+                    return claimed
                 return self._continue(record, message, request, caller, extensions)
             if record is not None or message.task_id is not None:
                 raise not_found(task_id, CONTINUE_HINT)
@@ -102,9 +123,34 @@ class Runs(dict[str, TaskRun]):
             metadata=request.metadata,
             extensions=extensions,
             context_loader=self._context_loader(context_id, task_id, owner),
+            owner=owner,
         )
         self.refuse_if_running(task_id, caller)
+        claimed = await self._claim(caller, message.message_id, task_id, 0)
+        if claimed is not None:
+            return claimed
+        try:
+            self.refuse_if_running(task_id, caller)
+        except BaseException:
+            self._claimed.pop(task_id, None)
+            raise
         return self._add(ctx, owner, None, 0, new_task_id is not None)
+
+    def claim_key(self, task_id: str) -> tuple[str | None, str] | None:
+        """The (owner, message id) its run's message was claimed under, if it was."""
+        held = self._claimed.get(task_id)
+        return None if held is None else held[0]
+
+    async def _claim(
+        self, caller: Caller, message_id: str, task_id: str, seq: int
+    ) -> MessageClaim | None:
+        """Claim the message for ``task_id`` (see :meth:`open`)."""
+        if self.claims is None:
+            return None
+        claim, found = await self.claims.claim(caller.owner, message_id, task_id, seq)
+        if found is None:
+            self._claimed[task_id] = ((caller.owner, message_id), claim)
+        return found
 
     def _continue(
         self,
@@ -127,6 +173,7 @@ class Runs(dict[str, TaskRun]):
             metadata=request.metadata,
             extensions=extensions,
             context_loader=self._context_loader(task.context_id, task.id, owner),
+            owner=owner,
         )
         self.refuse_if_running(task.id, caller)
         live = msgspec.structs.replace(
@@ -167,6 +214,7 @@ class Runs(dict[str, TaskRun]):
     def __delitem__(self, task_id: str) -> None:
         run = self[task_id]
         super().__delitem__(task_id)
+        self._claimed.pop(task_id, None)
         began = self._began.pop(task_id, None)
         if began is not None:
             metrics.run_ended(self.agent_id, began, run.task)

@@ -24,7 +24,7 @@ from a2a_hub import metrics
 from a2a_hub.engine.log import LogTrimmedError, TaskLog
 from a2a_hub.engine.pubsub import DEFAULT_BUFFER, PubSub, Subscription
 from a2a_hub.protocol.errors import InvalidParamsError
-from a2a_hub.protocol.types import Role, StreamResponse
+from a2a_hub.protocol.types import Message, Role, StreamResponse
 from a2a_hub.stores.base import TaskEvent
 
 __all__ = [
@@ -107,6 +107,11 @@ class TaskStream:
         #: stream ends with its turn (an interrupted state included).
         self.until_terminal = False
         pubsub.topic(task_id).add(self.sub)
+
+    def reply(self, message: Message) -> TaskStream:
+        """Make this stream yield the agent's direct reply ``message``, then end."""
+        self._pending.append(TaskEvent(0, StreamResponse(message=message)))
+        return self
 
     async def start(self, *, fresh: bool = False) -> TaskStream:
         """Read the backlog (unless ``fresh``: a new task has none); raise protocol errors."""

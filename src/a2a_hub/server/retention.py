@@ -2,7 +2,9 @@
 
 Every :data:`INTERVAL` seconds, for each hosted agent, terminal tasks last updated
 more than ``task_ttl`` seconds ago are removed with their event logs and push
-configs (:meth:`~a2a_hub.stores.base.Retention.purge_expired`), :data:`BATCH` at a
+configs (:meth:`~a2a_hub.stores.base.Retention.purge_expired`), and the message claims
+of idempotent sends made that long ago (:meth:`~a2a_hub.stores.base.MessageClaims.purge_claims`;
+a retry older than ``task_ttl`` is a new message), :data:`BATCH` at a
 time with a pause between batches, so that requests are never stalled behind a
 long delete.  Several instances sharing a store may all do it: removing a task
 twice is harmless.  A store that is down is skipped until the next round (its
@@ -56,13 +58,16 @@ class Retention:
         """One round over every hosted agent; returns how many tasks were removed."""
         before = time.time() - self.ttl
         removed = 0
+        store = self.hub.store
         for agent_id in list(self.hub.agents):
-            while True:
-                batch = await self.hub.store.purge_expired(agent_id, before, BATCH)
-                removed += batch
-                if batch < BATCH:
-                    break
-                await asyncio.sleep(PAUSE)
+            for purge in (store.purge_expired, store.purge_claims):
+                while True:
+                    batch = await purge(agent_id, before, BATCH)
+                    if purge == store.purge_expired:
+                        removed += batch
+                    if batch < BATCH:
+                        break
+                    await asyncio.sleep(PAUSE)
         if removed:
             log.info("removed %d finished task(s) older than %g s", removed, self.ttl)
         return removed

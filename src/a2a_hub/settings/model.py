@@ -347,6 +347,15 @@ class PushSettings(Section):
             metavar="SECONDS",
         ),
     ] = 60.0
+    concurrency: Annotated[
+        int,
+        setting(
+            "Notifications an instance sends at once (fewer: requests get more of the CPU "
+            "under load, notifications wait longer).",
+            ge=1,
+            metavar="N",
+        ),
+    ] = 128
 
 
 class AuthSettings(Section):

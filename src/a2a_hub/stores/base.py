@@ -35,14 +35,23 @@ import msgspec
 
 from a2a_hub import metrics
 from a2a_hub.protocol.errors import InvalidParamsError, StoreUnavailableError
-from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
+from a2a_hub.protocol.types import (
+    Message,
+    StreamResponse,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+)
 from a2a_hub.stores import outage
 from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 
 __all__ = [
     "Delivery",
+    "DeliverySource",
     "EventLog",
     "LogConflictError",
+    "MessageClaim",
+    "MessageClaims",
     "MetaStore",
     "PushConfigStore",
     "PushOutbox",
@@ -159,6 +168,32 @@ def delivery_id(agent_id: str, task_id: str, config_id: str, seq: int, snapshot:
     """The stable id of a delivery."""
     kind = "s" if snapshot else "e"
     return str(uuid.uuid5(_DELIVERY_NS, f"{agent_id}\0{task_id}\0{config_id}\0{seq}\0{kind}"))
+
+
+class DeliverySource(NamedTuple):
+    """What a claimed delivery is sent from: its push ``config`` (``None``: deleted since)
+    and, for an event delivery whose config exists, the stored ``event`` at its seq
+    (``None`` for a snapshot delivery, without a config, or when the event is gone)."""
+
+    config: TaskPushNotificationConfig | None
+    event: StreamResponse | None
+
+
+class MessageClaim(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What the first request carrying a message id made of it (see :class:`MessageClaims`).
+
+    ``task_id`` is the task the message created or continued; ``seq`` the last seq of
+    that task's log when the message was claimed (0 for a new task), so its own events
+    are those after it.  ``instance`` is the hub instance that runs it and ``created``
+    the wall-clock second it was claimed.  ``reply`` is the agent's answer when it
+    answered with a message and made no task.
+    """
+
+    task_id: str
+    seq: int = 0
+    instance: str = ""
+    created: float = 0.0
+    reply: Message | None = None
 
 
 class StoredTask(NamedTuple):
@@ -423,14 +458,57 @@ class PushOutbox(ABC):
         """Store a claimed delivery's new ``attempts``, ``due``, error and ``dead`` flag
         (which ends the claim); a dead delivery no longer holds back its config."""
 
+    async def settle_deliveries(
+        self, finished: Sequence[Delivery] = (), updated: Sequence[Delivery] = ()
+    ) -> None:
+        """:meth:`finish_delivery` each of ``finished`` and :meth:`update_delivery` each of
+        ``updated``; backends write a dispatcher round's outcomes in one step."""
+        for d in finished:
+            await self.finish_delivery(d)
+        for d in updated:
+            await self.update_delivery(d)
+
     @abstractmethod
     async def dead_deliveries(self, limit: int = 1000) -> list[Delivery]:
         """The deliveries that gave up, oldest due first."""
 
     @abstractmethod
+    async def outbox_size(self) -> tuple[int, int]:
+        """How many deliveries are pending (queued, due or claimed) and how many are dead."""
+
+    @abstractmethod
     async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:
         """Queue dead deliveries again (those with these :attr:`Delivery.id`, or all), due
         now with no attempts; returns how many."""
+
+
+class MessageClaims(ABC):
+    """Idempotent sends: each message id of a caller is run once per agent.
+
+    A claim is keyed by ``(agent_id, owner, message_id)`` (``owner`` ``None``: anonymous
+    callers, who share one scope).  It is written before the agent starts; a later
+    request with the same key finds it and follows what the first one produced instead
+    of running the agent again.
+    """
+
+    @abstractmethod
+    async def claim_message(
+        self, agent_id: str, owner: str | None, message_id: str, claim: MessageClaim
+    ) -> MessageClaim | None:
+        """Record ``claim`` unless the key already has one, atomically: ``None`` when it
+        was recorded, else the claim already there (left unchanged).
+
+        A ``claim`` carrying a ``reply`` completes the claim of the same ``task_id`` that
+        has no reply yet (then ``None``); a claim of another task, or one that already
+        has a reply, is returned unchanged.
+        """
+
+    @abstractmethod
+    async def purge_claims(self, agent_id: str, before: float, limit: int = 100) -> int:
+        """Remove up to ``limit`` claims of ``agent_id`` made before ``before`` (epoch
+        seconds); returns how many went (less than ``limit``: none are left).  A backend
+        whose claims expire by themselves (Redis: ``task_ttl`` after they were made)
+        removes none here."""
 
 
 class MetaStore(ABC):
@@ -447,8 +525,8 @@ class MetaStore(ABC):
         whether it was set."""
 
 
-class Store(TaskStore, Retention, EventLog, PushConfigStore, PushOutbox, MetaStore):
-    """A complete backend: all six interfaces plus a lifecycle."""
+class Store(TaskStore, Retention, EventLog, PushConfigStore, PushOutbox, MetaStore, MessageClaims):
+    """A complete backend: all seven interfaces plus a lifecycle."""
 
     url: str = ""
     _coordinator: Coordinator | None = None
@@ -461,6 +539,20 @@ class Store(TaskStore, Retention, EventLog, PushConfigStore, PushOutbox, MetaSto
 
     def _make_coordinator(self) -> Coordinator:
         return LocalCoordinator()
+
+    async def delivery_sources(self, deliveries: Sequence[Delivery]) -> list[DeliverySource]:
+        """For each delivery (in order), its config and stored event; backends read them
+        for a whole dispatcher round at once."""
+        out = []
+        for d in deliveries:
+            config = await self.get_push_config(d.agent_id, d.task_id, d.config_id)
+            event = None
+            if config is not None and not d.snapshot:
+                found = await self.read_events(d.agent_id, d.task_id, after=d.seq - 1, limit=1)
+                if found and found[0].seq == d.seq:
+                    event = found[0].event
+            out.append(DeliverySource(config, event))
+        return out
 
     async def open(self) -> None:
         """Connect and create the schema if needed.  Called once before use."""

@@ -10,6 +10,9 @@ Per call:
   ``VersionNotSupportedError`` (this binding is A2A 1.0 only).
 * **extensions** — metadata ``a2a-extensions`` (see :mod:`a2a_hub.server.extensions`);
   the activated ones go back in the initial metadata ``a2a-extensions``.
+* **caller** — an API key in the metadata ``x-api-key`` or ``authorization: Bearer KEY``,
+  checked as over HTTP: ``UNAUTHENTICATED`` without one (on an agent that requires keys)
+  or with a bad one, ``PERMISSION_DENIED`` for a key of other agents or scopes.
 * **resuming** — ``SubscribeToTask`` with metadata ``last-event-id: N`` replays the events
   after ``N`` first, like ``Last-Event-ID`` on SSE.
 * **the caller going away** — a blocking ``SendMessage`` whose call is cancelled (the client
@@ -33,7 +36,7 @@ import google.rpc.status_pb2 as status_pb2
 import grpc
 from google.protobuf import empty_pb2
 
-from a2a_hub.engine.caller import ANONYMOUS, Caller
+from a2a_hub.engine.caller import Caller
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol.errors import (
     A2AError,
@@ -42,6 +45,7 @@ from a2a_hub.protocol.errors import (
     VersionNotSupportedError,
 )
 from a2a_hub.protocol.types import Message, Task
+from a2a_hub.server.auth import authenticate
 from a2a_hub.server.errors import error_info
 from a2a_hub.server.extensions import activate, parse
 from a2a_hub.server.grpc import convert
@@ -117,10 +121,18 @@ class A2AServicer:
         """Who calls: the one place gRPC authentication plugs in (the counterpart of
         :meth:`a2a_hub.server.caller.CallerMiddleware.identify`).
 
-        ``metadata`` is the call's text metadata (lower-case keys).  Raise an
-        :class:`A2AError` to refuse the call with its gRPC status.  Here: :data:`ANONYMOUS`.
+        ``metadata`` is the call's text metadata (lower-case keys): the API key comes in
+        ``x-api-key`` or ``authorization: Bearer KEY``, checked as over HTTP
+        (:func:`a2a_hub.server.auth.authenticate`): :data:`ANONYMOUS` on an open agent
+        without a key, else the key's caller, or ``UNAUTHENTICATED`` (no key for an agent
+        that needs one, or a bad one) / ``PERMISSION_DENIED`` (a key for other agents).
         """
-        return ANONYMOUS
+        key = metadata.get("x-api-key", "").strip() or None
+        if key is None:
+            scheme, _, token = metadata.get("authorization", "").partition(" ")
+            if scheme.lower() == "bearer":
+                key = token.strip() or None
+        return await authenticate(self.hub, agent.id, key)
 
     @staticmethod
     async def _echo(context: Context, activated: frozenset[str]) -> None:

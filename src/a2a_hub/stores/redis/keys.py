@@ -28,6 +28,7 @@ class RedisKeys:
     """
 
     __slots__ = (
+        "claim_prefix",
         "common_args",
         "common_keys",
         "context_prefix",
@@ -56,6 +57,7 @@ class RedisKeys:
         self.state_prefix = base + "state:"
         self.owner_prefix = base + "owner:"
         self.tmp_prefix = base + "tmp:"
+        self.claim_prefix = base + "claim:"
         #: What every script touching the listing indexes takes first (common.lua).
         self.common_keys = (self.tasks, self.expiring, self.ended, self.ended_owner)
         self.common_args = (self.context_prefix, self.state_prefix, self.owner_prefix)
@@ -83,6 +85,15 @@ class RedisKeys:
     def owner(self, owner: str) -> str:
         """The index of the tasks one principal created."""
         return self.owner_prefix + owner
+
+    def claim(self, owner: str | None, message_id: str) -> str:
+        """A message claim: ``claim:-:<message id>`` for anonymous callers, else
+        ``claim:=<escaped owner>:<message id>`` (``:`` and ``%`` escaped in the owner,
+        so that no owner and message id share a key with another pair)."""
+        if owner is None:
+            return f"{self.claim_prefix}-:{message_id}"
+        escaped = owner.replace("%", "%25").replace(":", "%3A")
+        return f"{self.claim_prefix}={escaped}:{message_id}"
 
     def scratch(self) -> str:
         """A fresh key for a temporary result inside one script."""

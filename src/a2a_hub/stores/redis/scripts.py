@@ -18,6 +18,7 @@ from redis import exceptions as redis_exc
 __all__ = [
     "ACQUIRE",
     "CLAIM",
+    "CLAIM_MESSAGE",
     "DELETE",
     "LAST_SEQ",
     "LIST",
@@ -66,7 +67,8 @@ SET_PUSH = LuaScript.read("set_push.lua")
 LAST_SEQ = LuaScript.read("last_seq.lua")
 OUTBOX_CLAIM = LuaScript.read("outbox_claim.lua")
 META_SWAP = LuaScript.read("meta_swap.lua")
-STORE_SCRIPTS = (SAVE, LIST, DELETE, SET_PUSH, LAST_SEQ, OUTBOX_CLAIM, META_SWAP)
+CLAIM_MESSAGE = LuaScript.read("claim_message.lua")
+STORE_SCRIPTS = (SAVE, LIST, DELETE, SET_PUSH, LAST_SEQ, OUTBOX_CLAIM, META_SWAP, CLAIM_MESSAGE)
 
 # The coordinator's.
 ACQUIRE = LuaScript.read("lease_acquire.lua")

@@ -53,6 +53,9 @@ touches lives in one slot):
 ``P:{A}:ended-owner``              hash: ended task id -> its owner (owned tasks only),
                                    the same for the owner index
 ``P:{A}:tmp:<uuid>``               scratch intersection inside one list script
+``P:{A}:claim:<owner>:<message>``  a message claim (idempotent sends, JSON), which
+                                   expires ``history_ttl`` after it was made (the
+                                   task's log lives at least that long)
 ``P:outbox:due``                   zset: pending push delivery -> due time (a claim
                                    moves it to the end of the lease)
 ``P:outbox:data``                  hash: pending delivery -> its JSON
@@ -109,6 +112,8 @@ from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
 from a2a_hub.stores.base import (
     Delivery,
+    DeliverySource,
+    MessageClaim,
     Store,
     StoredTask,
     TaskEvent,
@@ -124,6 +129,7 @@ from a2a_hub.stores.base import (
 )
 from a2a_hub.stores.coordinator import Coordinator
 from a2a_hub.stores.redis import scripts
+from a2a_hub.stores.redis.batch import ScriptBatch
 from a2a_hub.stores.redis.coordinator import RedisCoordinator
 from a2a_hub.stores.redis.keys import ClusterKeys, RedisKeys, keys_for
 
@@ -141,6 +147,7 @@ _task_dec = msgspec.json.Decoder(Task)
 _event_dec = msgspec.json.Decoder(StreamResponse)
 _push_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
 _delivery_dec = msgspec.json.Decoder(Delivery)
+_claim_dec = msgspec.json.Decoder(MessageClaim)
 
 
 # --- options ----------------------------------------------------------------------------
@@ -279,6 +286,8 @@ class RedisStore(Store):
             **client_options,
         }
         self._client: aioredis.Redis | None = None
+        #: Saves and message claims, group-committed: one pipeline per batch.
+        self._batch = ScriptBatch(lambda: self.client)
 
     def __repr__(self) -> str:
         return f"RedisStore({self.options.safe_url!r})"
@@ -327,6 +336,7 @@ class RedisStore(Store):
         self._client = client
 
     async def close(self) -> None:
+        await self._batch.close()
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
@@ -405,7 +415,7 @@ class RedisStore(Store):
             ident, queue = self._ident(d)
             args.extend((ident, d.seq * 2 + int(d.snapshot), _enc.encode(d), queue))
         args.append(len(deliveries))
-        ok, stored = await scripts.SAVE(self.client, keys, args)
+        ok, stored = await self._batch.call(scripts.SAVE, keys, args)
         if not ok:
             raise log_conflict(task.id, events[0].seq, int(stored))
 
@@ -476,6 +486,30 @@ class RedisStore(Store):
             found.extend((float(score), _text(member)) for member, score in rows)
         found.sort()
         return [task_id for _, task_id in found[:limit]]
+
+    # --- message claims --------------------------------------------------------------
+
+    @_guarded
+    async def claim_message(
+        self, agent_id: str, owner: str | None, message_id: str, claim: MessageClaim
+    ) -> MessageClaim | None:
+        if not claim.created:
+            claim = msgspec.structs.replace(claim, created=now())
+        found = await self._batch.call(
+            scripts.CLAIM_MESSAGE,
+            (self.keys(agent_id).claim(owner, message_id),),
+            (
+                _enc.encode(claim),
+                self._history_ttl,
+                "1" if claim.reply is not None else "0",
+                claim.task_id,
+            ),
+        )
+        return None if found is None else _claim_dec.decode(found)
+
+    async def purge_claims(self, agent_id: str, before: float, limit: int = 100) -> int:
+        """Claims expire by themselves (``history_ttl`` after they were made): none here."""
+        return 0
 
     @_guarded
     async def delete_task(self, agent_id: str, task_id: str) -> bool:
@@ -583,11 +617,76 @@ class RedisStore(Store):
             await pipe.execute()
 
     @_guarded
+    async def settle_deliveries(
+        self, finished: Sequence[Delivery] = (), updated: Sequence[Delivery] = ()
+    ) -> None:
+        if not finished and not updated:
+            return
+        due, data, dead = self._outbox_keys
+        present: list[bool] = []
+        if updated:  # only deliveries still queued are updated (as update_delivery)
+            async with self.client.pipeline(transaction=False) as pipe:
+                for d in updated:
+                    pipe.hexists(data, self._ident(d)[0])
+                present = [bool(x) for x in await pipe.execute()]
+        async with self.client.pipeline(transaction=True) as pipe:
+            for d in finished:
+                ident, queue = self._ident(d)
+                pipe.zrem(due, ident)
+                pipe.hdel(data, ident)
+                pipe.zrem(queue, ident)
+            for d, there in zip(updated, present, strict=True):
+                if not there:
+                    continue
+                ident, queue = self._ident(d)
+                if d.dead:
+                    pipe.zrem(due, ident)
+                    pipe.hdel(data, ident)
+                    pipe.zrem(queue, ident)
+                    pipe.hset(dead, ident, _enc.encode(d))
+                else:
+                    pipe.hset(data, ident, _enc.encode(d))
+                    pipe.zadd(due, {ident: d.due})
+            await pipe.execute()
+
+    @_guarded
+    async def delivery_sources(self, deliveries: Sequence[Delivery]) -> list[DeliverySource]:
+        if not deliveries:
+            return []
+        async with self.client.pipeline(transaction=False) as pipe:
+            for d in deliveries:
+                keys = self.keys(d.agent_id)
+                pipe.hget(keys.push(d.task_id), "c:" + d.config_id)
+                if not d.snapshot:
+                    pipe.xrange(keys.events(d.task_id), min=f"0-{d.seq}", max=f"0-{d.seq}")
+            replies = iter(await pipe.execute())
+        out = []
+        for d in deliveries:
+            value = next(replies)
+            entries = [] if d.snapshot else cast(list[Any], next(replies))
+            if value is None:
+                out.append(DeliverySource(None, None))
+                continue
+            config = _push_dec.decode(_split_push(cast(bytes, value))[1])
+            event = _event_dec.decode(entries[0][1][b"d"]) if entries else None
+            out.append(DeliverySource(config, event))
+        return out
+
+    @_guarded
     async def dead_deliveries(self, limit: int = 1000) -> list[Delivery]:
         _, _, dead = self._outbox_keys
         blobs = cast(list[bytes], await self.client.hvals(dead))
         found = sorted((_delivery_dec.decode(b) for b in blobs), key=lambda d: d.due)
         return found[:limit]
+
+    @_guarded
+    async def outbox_size(self) -> tuple[int, int]:
+        _, data, dead = self._outbox_keys
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.hlen(data)
+            pipe.hlen(dead)
+            pending, gone = await pipe.execute()
+        return int(pending), int(gone)
 
     @_guarded
     async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:

@@ -6,10 +6,11 @@ msgspec JSON blobs next to the few columns that are queried.
 
 ``a2a_tasks.last_seq`` mirrors the highest event ``seq`` of the task, so that
 :meth:`SqlStore.save_task` checks that new events continue the log with a
-conditional write instead of an extra read.  Saves are group-committed: on
-SQLite through one writer thread (:mod:`.sqlite_writer`), on PostgreSQL as one
-function call per batch (:mod:`.pg_writer`), one round trip and one commit for
-every save waiting at that moment.  PostgreSQL reads run in autocommit: one
+conditional write instead of an extra read.  Saves are group-committed, with the
+push deliveries they carry: on SQLite through one writer thread
+(:mod:`.sqlite_writer`), on PostgreSQL as one function call per batch
+(:mod:`.pg_writer`), one round trip and one commit for every save waiting at that
+moment.  PostgreSQL reads run in autocommit: one
 round trip each, no BEGIN/ROLLBACK around them.
 """
 
@@ -27,10 +28,12 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    and_,
     bindparam,
     delete,
     event,
     func,
+    or_,
     select,
     tuple_,
     update,
@@ -47,6 +50,8 @@ from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
 from a2a_hub.stores.base import (
     Delivery,
+    DeliverySource,
+    MessageClaim,
     Store,
     StoredTask,
     TaskEvent,
@@ -64,6 +69,7 @@ from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 from a2a_hub.stores.sql.schema import (
     EVENTS_CHANNEL,
     events,
+    message_claims,
     meta,
     push_configs,
     push_outbox,
@@ -84,6 +90,7 @@ _enc = msgspec.json.Encoder()
 _task_dec = msgspec.json.Decoder(Task)
 _event_dec = msgspec.json.Decoder(StreamResponse)
 _push_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
+_claim_dec = msgspec.json.Decoder(MessageClaim)
 
 # --- statements ------------------------------------------------------------------------
 
@@ -114,6 +121,16 @@ _LIST_PUSH = (
     .order_by(push_configs.c.created, push_configs.c.config_id)
 )
 _DELETE_PUSH = delete(push_configs).where(*_config_key)
+_mc = message_claims.c
+_claim_key = (
+    _mc.agent_id == _agent,
+    _mc.owner == bindparam("p_owner", type_=String),
+    _mc.message_id == bindparam("p_message", type_=String),
+)
+_GET_CLAIM = select(_mc.data).where(*_claim_key)
+_SET_CLAIM = (
+    update(message_claims).where(*_claim_key).values(data=bindparam("p_data", type_=LargeBinary))
+)
 
 
 _ob = push_outbox.c
@@ -156,11 +173,29 @@ _DUE_HEADS = (
     .order_by(_ob.due)
     .limit(bindparam("p_limit", type_=Integer))
 )
-_CLAIM = (
-    update(push_outbox)
-    .where(*_ob_key, _ob.dead == 0, _ob.due <= bindparam("p_now", type_=Double))
-    .values(due=bindparam("p_until", type_=Double))
-)
+_CLAIM_ONE = update(push_outbox).where(*_ob_key).values(due=bindparam("p_until", type_=Double))
+_ob_ident = tuple_(_ob.agent_id, _ob.task_id, _ob.config_id, _ob.seq, _ob.snapshot)
+
+
+def _claim_deliveries(dialect: str) -> Any:
+    """Claim the due heads in one statement (``RETURNING`` them): the conditions are
+    checked again on each row as it is updated, so a row another claimant moved
+    meanwhile is left out (PostgreSQL also skips rows locked by a concurrent claim)."""
+    heads = _DUE_HEADS.with_only_columns(*_OUTBOX_COLUMNS[:5])
+    if dialect == "postgresql":
+        heads = heads.with_for_update(skip_locked=True, of=push_outbox)
+    return (
+        update(push_outbox)
+        .where(
+            _ob_ident.in_(heads),
+            _ob.dead == 0,
+            _ob.due <= bindparam("p_now", type_=Double),
+        )
+        .values(due=bindparam("p_until", type_=Double))
+        .returning(*_OUTBOX_COLUMNS)
+    )
+
+
 _FINISH = delete(push_outbox).where(*_ob_key)
 _DELETE_OUTBOX = delete(push_outbox).where(
     _ob.agent_id == bindparam("p_agent", type_=String),
@@ -183,6 +218,7 @@ _DEAD = (
     .order_by(_ob.due)
     .limit(bindparam("p_limit", type_=Integer))
 )
+_OUTBOX_SIZE = select(_ob.dead, func.count()).group_by(_ob.dead)
 _REQUEUE = (
     update(push_outbox)
     .where(*_ob_key, _ob.dead == 1)
@@ -280,7 +316,9 @@ class _Statements:
             .scalar_subquery(),
             data=bindparam("p_data", type_=LargeBinary),
         )
+        self.claim_deliveries = _claim_deliveries(dialect)
         self.add_meta = insert(meta).on_conflict_do_nothing()
+        self.add_claim = insert(message_claims).on_conflict_do_nothing()
         # A delivery already queued (or dead) is kept as it is.
         self.add_delivery = insert(push_outbox).on_conflict_do_nothing()
         self.set_push = push_ins.on_conflict_do_update(
@@ -295,6 +333,7 @@ class _Statements:
 
 # --- helpers ---------------------------------------------------------------------------
 
+
 _UNREACHABLE = (OSError, sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
 
 
@@ -306,6 +345,26 @@ def _unreachable(exc: BaseException) -> bool:
 
 
 _guarded = guarded(_unreachable)
+
+#: A plan of writes: yields ``(statement, params)``, receives each result (an
+#: IntegrityError is thrown back into it) and returns its outcome.
+_Plan = Generator[tuple[Any, Any], Any, Any]
+
+
+async def _drive(conn: AsyncConnection, plan: _Plan) -> Any:
+    """Run a plan on an async connection (in its transaction)."""
+    try:
+        step = next(plan)
+        while True:
+            statement, params = step
+            try:
+                result = await conn.execute(statement, params)
+            except sa_exc.IntegrityError as exc:
+                step = plan.throw(exc)
+            else:
+                step = plan.send(result)
+    except StopIteration as stop:
+        return stop.value
 
 
 def _engine_url(url: str) -> tuple[URL, str]:
@@ -521,22 +580,11 @@ class SqlStore(Store):
         if isinstance(writer, SqliteWriter):
             await writer.save(agent_id, task, events, owner, deliveries)
             return
-        if writer is not None and not deliveries:  # PostgreSQL group commit
-            await writer.save(agent_id, task, events, owner)
+        if writer is not None:  # PostgreSQL group commit
+            await writer.save(agent_id, task, events, owner, deliveries)
             return
-        # PostgreSQL with deliveries: one transaction here, out of the group commit.
-        async with self.engine.begin() as conn:
-            plan = self._save_plan(agent_id, task, events, owner, deliveries)
-            result: Any = None
-            while True:
-                try:
-                    statement, params = plan.send(result)
-                except StopIteration:
-                    return
-                try:
-                    result = await conn.execute(statement, params)
-                except sa_exc.IntegrityError as exc:
-                    plan.throw(exc)
+        async with self.engine.begin() as conn:  # SQLite in memory
+            await _drive(conn, self._save_plan(agent_id, task, events, owner, deliveries))
 
     def _save_plan(
         self,
@@ -600,6 +648,73 @@ class SqlStore(Store):
             raise log_conflict(task.id, prev + 1, None) from exc
         if deliveries:
             yield stmts.add_delivery, [_delivery_row(d) for d in deliveries]
+
+    # --- message claims --------------------------------------------------------------
+
+    @_guarded
+    async def claim_message(
+        self, agent_id: str, owner: str | None, message_id: str, claim: MessageClaim
+    ) -> MessageClaim | None:
+        created = claim.created or now()
+        writer = self._writer
+        if writer is None or isinstance(writer, SqliteWriter):
+            steps = self._claim_plan(agent_id, owner or "", message_id, created, claim)
+            if writer is not None:
+                found: bytes | None = await writer.run(steps)
+            else:
+                async with self.engine.begin() as conn:
+                    found = await _drive(conn, steps)
+        else:  # PostgreSQL: in the next batch of claims, one function call
+            found = await writer.claim(
+                agent_id, owner or "", message_id, created, _enc.encode(claim), claim
+            )
+        return None if found is None else _claim_dec.decode(found)
+
+    def _claim_plan(
+        self, agent_id: str, owner: str, message_id: str, created: float, claim: MessageClaim
+    ) -> Generator[tuple[Any, Any], Any, bytes | None]:
+        """The statements of one claim (the writer thread's or a connection's); returns
+        the claim already there (encoded) when ``claim`` was not recorded."""
+        key = {"p_agent": agent_id, "p_owner": owner, "p_message": message_id}
+        data = _enc.encode(claim)
+        if claim.reply is None:
+            row = {
+                "agent_id": agent_id,
+                "owner": owner,
+                "message_id": message_id,
+                "created_at": created,
+                "data": data,
+            }
+            if (yield self._stmts.add_claim, row).rowcount == 1:
+                return None
+            found: bytes | None = (yield _GET_CLAIM, key).scalar_one_or_none()
+            return found
+        found = (yield _GET_CLAIM, key).scalar_one_or_none()
+        if found is None:
+            return None
+        held = _claim_dec.decode(found)
+        if held.reply is not None or held.task_id != claim.task_id:
+            return found
+        yield _SET_CLAIM, {**key, "p_data": data}
+        return None
+
+    @_guarded
+    async def purge_claims(self, agent_id: str, before: float, limit: int = 100) -> int:
+        old = (
+            select(_mc.owner, _mc.message_id)
+            .where(_mc.agent_id == agent_id, _mc.created_at < before)
+            .order_by(_mc.created_at)
+            .limit(limit)
+        )
+        async with self.engine.begin() as conn:
+            keys = (await conn.execute(old)).all()
+            for owner, message_id in keys:
+                await conn.execute(
+                    delete(message_claims).where(
+                        _mc.agent_id == agent_id, _mc.owner == owner, _mc.message_id == message_id
+                    )
+                )
+        return len(keys)
 
     @_guarded
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
@@ -688,56 +803,134 @@ class SqlStore(Store):
 
     @_guarded
     async def add_deliveries(self, deliveries: Sequence[Delivery]) -> None:
-        if not deliveries:
-            return
-        async with self.engine.begin() as conn:
-            await conn.execute(self._stmts.add_delivery, [_delivery_row(d) for d in deliveries])
+        if deliveries:
+            await self._write_plan(self._add_plan(deliveries))
+
+    def _add_plan(self, deliveries: Sequence[Delivery]) -> _Plan:
+        yield self._stmts.add_delivery, [_delivery_row(d) for d in deliveries]
 
     @_guarded
     async def claim_deliveries(
         self, limit: int, lease: float, now: float | None = None
     ) -> list[Delivery]:
         at = time.time() if now is None else now
-        async with self._read() as conn:
-            rows = (await conn.execute(_DUE_HEADS, {"p_now": at, "p_limit": limit})).all()
-        claimed = []
-        for row in rows:
-            d = _delivery_of(row)
-            # Optimistic: only one claimant moves ``due`` past now (PostgreSQL re-checks
-            # the condition after a concurrent update commits).
-            async with self.engine.begin() as conn:
-                result = await conn.execute(
-                    _CLAIM, {**_delivery_key(d), "p_now": at, "p_until": at + lease}
-                )
-            if result.rowcount == 1:
-                d.due = at + lease
-                claimed.append(d)
-        return claimed
+        params = {"p_now": at, "p_until": at + lease, "p_limit": limit}
+        rows = await self._write_plan(self._claim_deliveries_plan(params))
+        return sorted((_delivery_of(r) for r in rows), key=lambda d: d.due)
+
+    def _claim_deliveries_plan(self, params: dict[str, Any]) -> _Plan:
+        if self._dialect == "postgresql":
+            result = yield self._stmts.claim_deliveries, params
+            return list(result.all())
+        # SQLite: the transaction holds the database's write lock from its start, so
+        # reading the heads and then moving each by its key is atomic (and each update is
+        # a primary-key lookup, where one UPDATE … IN (…) walks every due row).
+        heads = list((yield _DUE_HEADS, params).all())
+        if heads:
+            until = params["p_until"]
+            yield _CLAIM_ONE, [{**_delivery_key(_delivery_of(r)), "p_until": until} for r in heads]
+        return [(*row[:6], params["p_until"], *row[7:]) for row in heads]
 
     @_guarded
     async def finish_delivery(self, delivery: Delivery) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(_FINISH, _delivery_key(delivery))
+        await self._write_plan(self._settle_plan([delivery], ()))
 
     @_guarded
     async def update_delivery(self, delivery: Delivery) -> None:
-        d = delivery
-        params = {
-            **_delivery_key(d),
-            "p_attempts": d.attempts,
-            "p_due": d.due,
-            "p_first": d.first_failure,
-            "p_error": d.last_error,
-            "p_dead": int(d.dead),
-        }
+        await self._write_plan(self._settle_plan((), [delivery]))
+
+    @_guarded
+    async def settle_deliveries(
+        self, finished: Sequence[Delivery] = (), updated: Sequence[Delivery] = ()
+    ) -> None:
+        if finished or updated:
+            await self._write_plan(self._settle_plan(finished, updated))
+
+    def _settle_plan(self, finished: Sequence[Delivery], updated: Sequence[Delivery]) -> _Plan:
+        if finished:
+            yield _FINISH, [_delivery_key(d) for d in finished]
+        if updated:
+            rows = [
+                {
+                    **_delivery_key(d),
+                    "p_attempts": d.attempts,
+                    "p_due": d.due,
+                    "p_first": d.first_failure,
+                    "p_error": d.last_error,
+                    "p_dead": int(d.dead),
+                }
+                for d in updated
+            ]
+            yield _UPDATE_DELIVERY, rows
+
+    async def _write_plan(self, plan: _Plan) -> Any:
+        """Run a plan of writes in one transaction: on SQLite in the writer thread's next
+        batch (so the dispatcher never waits for the lock a batch of saves holds)."""
+        writer = self._writer
+        if isinstance(writer, SqliteWriter):
+            return await writer.run(plan)
         async with self.engine.begin() as conn:
-            await conn.execute(_UPDATE_DELIVERY, params)
+            return await _drive(conn, plan)
+
+    @_guarded
+    async def delivery_sources(self, deliveries: Sequence[Delivery]) -> list[DeliverySource]:
+        if not deliveries:
+            return []
+        pc, ec = push_configs.c, events.c
+        # Per agent, its tasks (and the seqs wanted): "IN" lists an index can serve on
+        # SQLite and PostgreSQL alike (a row-value IN list makes SQLite scan the table);
+        # the rows beyond those asked for are dropped below.
+        tasks_of: dict[str, set[str]] = {}
+        seqs_of: dict[str, set[int]] = {}
+        for d in deliveries:
+            tasks_of.setdefault(d.agent_id, set()).add(d.task_id)
+            if not d.snapshot:
+                seqs_of.setdefault(d.agent_id, set()).add(d.seq)
+        config_where = or_(
+            *(and_(pc.agent_id == a, pc.task_id.in_(ts)) for a, ts in tasks_of.items())
+        )
+        event_where = or_(
+            *(
+                and_(ec.agent_id == a, ec.task_id.in_(tasks_of[a]), ec.seq.in_(seqs))
+                for a, seqs in seqs_of.items()
+            )
+        )
+        async with self._read() as conn:
+            config_rows = (
+                await conn.execute(
+                    select(pc.agent_id, pc.task_id, pc.config_id, pc.data).where(config_where)
+                )
+            ).all()
+            event_rows: Sequence[Any] = ()
+            if seqs_of:
+                event_rows = (
+                    await conn.execute(
+                        select(ec.agent_id, ec.task_id, ec.seq, ec.data).where(event_where)
+                    )
+                ).all()
+        configs = {(a, t, c): _push_dec.decode(data) for a, t, c, data in config_rows}
+        found = {(a, t, int(seq)): data for a, t, seq, data in event_rows}
+        out = []
+        for d in deliveries:
+            config = configs.get((d.agent_id, d.task_id, d.config_id))
+            data = None
+            if config is not None and not d.snapshot:
+                data = found.get((d.agent_id, d.task_id, d.seq))
+            out.append(DeliverySource(config, None if data is None else _event_dec.decode(data)))
+        return out
 
     @_guarded
     async def dead_deliveries(self, limit: int = 1000) -> list[Delivery]:
         async with self._read() as conn:
             rows = (await conn.execute(_DEAD, {"p_limit": limit})).all()
         return [_delivery_of(r) for r in rows]
+
+    @_guarded
+    async def outbox_size(self) -> tuple[int, int]:
+        async with self._read() as conn:
+            rows = (await conn.execute(_OUTBOX_SIZE)).all()
+        counts = {bool(dead): int(n) for dead, n in rows}
+        return counts.get(False, 0), counts.get(True, 0)
 
     @_guarded
     async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:

@@ -1,0 +1,274 @@
+"""Idempotent sends across real ``a2a-hub serve`` processes sharing Redis or PostgreSQL.
+
+One messageId sent 50 times at once, split over two instances and over every kind of
+send (JSON-RPC 1.0 blocking and non-blocking, REST, 0.3 ``message/send``, SSE), runs the
+agent once; every answer names the task of that one run.  A Redis store stopped and
+started again during sends: a request answered with an error is either absent or the one
+its retry (same messageId) finds; no message runs twice, no task stays submitted, every
+blocking or streamed answer is in the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.system.test_multiprocess import (
+    IN_CI,
+    POSTGRES,
+    REDIS,
+    V10,
+    Instance,
+    free_port,
+    reachable,
+    require,
+)
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def runs(folder: Path) -> dict[str, int]:
+    """Message id -> how many times the agent ran it (one file per execution)."""
+    counted: dict[str, int] = {}
+    for path in folder.iterdir():
+        mid = path.read_text()
+        counted[mid] = counted.get(mid, 0) + 1
+    return counted
+
+
+def body(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+
+
+def msg(mid: str, text: str = "go") -> dict[str, Any]:
+    return {"messageId": mid, "role": "ROLE_USER", "parts": [{"text": text}]}
+
+
+async def send(client: httpx.AsyncClient, base: str, agent: str, kind: str, mid: str) -> str:
+    """One send of ``kind``; the id of the task it answers with."""
+    url = f"{base}/a2a/{agent}"
+    if kind == "rest":
+        r = await client.post(f"{url}/message:send", json={"message": msg(mid)}, headers=V10)
+        assert r.status_code == 200, r.text
+        return str(r.json()["task"]["id"])
+    if kind == "v03":
+        params = {
+            "message": {
+                "kind": "message",
+                "messageId": mid,
+                "role": "user",
+                "parts": [{"kind": "text", "text": "go"}],
+            },
+            "configuration": {"blocking": True},
+        }
+        r = await client.post(
+            url, json=body("message/send", params), headers={"A2A-Version": "0.3"}
+        )
+        result = r.json()["result"]
+        assert result["status"]["state"] == "completed", result
+        return str(result["id"])
+    if kind == "sse":
+        last: dict[str, Any] = {}
+        async with client.stream(
+            "POST", url, json=body("SendStreamingMessage", {"message": msg(mid)}), headers=V10
+        ) as r:
+            async for line in r.aiter_lines():
+                if line.startswith("data:"):
+                    last = json.loads(line[5:])["result"]
+        update = last["statusUpdate"]
+        assert update["status"]["state"] == "TASK_STATE_COMPLETED", last
+        return str(update["taskId"])
+    params: dict[str, Any] = {"message": msg(mid)}
+    if kind == "later":
+        params["configuration"] = {"returnImmediately": True}
+    r = await client.post(url, json=body("SendMessage", params), headers=V10)
+    out = r.json()
+    assert "result" in out, out
+    task = out["result"]["task"]
+    if kind == "block":
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+    return str(task["id"])
+
+
+@pytest.fixture(params=["redis", "postgresql"])
+def store_url(request: pytest.FixtureRequest) -> str:
+    if request.param == "redis":
+        require("Redis", 6379)
+        return f"{REDIS}?prefix=idem-{uuid.uuid4().hex[:8]}"
+    require("PostgreSQL", 5432)
+    return POSTGRES
+
+
+def test_one_message_id_sent_50_times_over_two_instances_runs_once(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    monkeypatch.setenv("A2A_TEST_RUNS_DIR", str(folder))
+    agent = f"counted-{uuid.uuid4().hex[:6]}"
+    spec = [f"{agent}=tests.support.agents:Counted?delay=0.5"]
+    a = Instance(tmp_path, store_url, spec)
+    try:
+        b = Instance(tmp_path, store_url, spec)
+    except BaseException:
+        a.stop()
+        raise
+    kinds = ["block", "later", "rest", "v03", "sse"]
+    mid = uuid.uuid4().hex
+
+    async def storm() -> list[str]:
+        limits = httpx.Limits(max_connections=100)
+        async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+            return await asyncio.gather(
+                *(
+                    send(client, (a, b)[i % 2].url, agent, kinds[i % len(kinds)], mid)
+                    for i in range(50)
+                )
+            )
+
+    try:
+        task_ids = asyncio.run(storm())
+        assert set(task_ids) == {task_ids[0]}
+        assert runs(folder) == {mid: 1}
+        for inst in (a, b):
+            task = inst.rpc(agent, "GetTask", {"id": task_ids[0]})["result"]
+            assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        # later repeats, on either instance, still answer with it
+        assert asyncio.run(_one(b.url, agent, mid)) == task_ids[0]
+        assert runs(folder) == {mid: 1}
+    finally:
+        a.stop()
+        b.stop()
+
+
+async def _one(base: str, agent: str, mid: str) -> str:
+    async with httpx.AsyncClient(timeout=60) as client:
+        return await send(client, base, agent, "block", mid)
+
+
+async def _attempt(
+    client: httpx.AsyncClient, base: str, agent: str, kind: str, mid: str
+) -> tuple[str | None, str]:
+    """One send; (the task id, "") when answered with a task, else (None, the error)."""
+    try:
+        return await send(client, base, agent, kind, mid), ""
+    except (AssertionError, KeyError, httpx.HTTPError, ValueError) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def test_a_redis_outage_during_sends_never_runs_a_message_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = shutil.which("redis-server")
+    if server is None:
+        if IN_CI:
+            pytest.fail("redis-server is not installed (CI=true)")
+        pytest.skip("redis-server is not installed")
+    port = free_port()
+    data = tmp_path / "redis"
+    data.mkdir()
+    cmd = [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data)]
+    cmd += ["--appendonly", "yes", "--appendfsync", "always", "--save", ""]
+
+    def start_redis() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(200):
+            if reachable("127.0.0.1", port):
+                return proc
+            time.sleep(0.05)
+        raise AssertionError("redis-server did not start")
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    monkeypatch.setenv("A2A_TEST_RUNS_DIR", str(folder))
+    redis = start_redis()
+    url = f"redis://127.0.0.1:{port}/0"
+    agent = "counted"
+    spec = [f"{agent}=tests.support.agents:Counted?delay=0.05"]
+    a = Instance(tmp_path, url, spec)
+    b = Instance(tmp_path, url, spec)
+    kinds = ["block", "later", "rest", "sse"]
+    outcomes: dict[str, tuple[str, str | None, str]] = {}  # mid -> (kind, task id, error)
+
+    async def traffic(stop: asyncio.Event) -> None:
+        async with httpx.AsyncClient(timeout=30) as client:
+            n = 0
+            while not stop.is_set():
+                batch = []
+                for kind in kinds:
+                    mid = f"m{n}-{kind}"
+                    n += 1
+                    batch.append((kind, mid, _attempt(client, a.url, agent, kind, mid)))
+                results = await asyncio.gather(*(c for _, _, c in batch))
+                for (kind, mid, _), (task_id, error) in zip(batch, results, strict=True):
+                    outcomes[mid] = (kind, task_id, error)
+                await asyncio.sleep(0.02)
+
+    async def outage() -> None:
+        nonlocal redis
+        stop = asyncio.Event()
+        load = asyncio.ensure_future(traffic(stop))
+        await asyncio.sleep(1.0)
+        redis.terminate()
+        await asyncio.to_thread(redis.wait, 10)
+        await asyncio.sleep(2.0)
+        redis = await asyncio.to_thread(start_redis)
+        await asyncio.sleep(2.0)
+        stop.set()
+        await load
+
+    try:
+        asyncio.run(outage())
+        failed = {mid: o for mid, o in outcomes.items() if o[1] is None}
+        answered = {mid: o for mid, o in outcomes.items() if o[1] is not None}
+        assert failed, "the outage made some requests fail"
+        assert answered, "requests before and after the outage succeeded"
+        time.sleep(3.0)  # the flusher writes what it kept; orphan-timeout is 2 s
+
+        # every blocking or streamed answer is in the store, completed
+        for mid, (kind, task_id, _) in answered.items():
+            task = b.rpc(agent, "GetTask", {"id": task_id})
+            if kind != "later":
+                assert task["result"]["status"]["state"] == "TASK_STATE_COMPLETED", (mid, task)
+
+        # a retry of each failed message finds what its first request did, or says that
+        # it left nothing; it never runs the agent a second time
+        async def retry(client: httpx.AsyncClient, mid: str) -> tuple[str | None, str]:
+            for _ in range(20):  # a pooled connection from before the restart may fail once
+                task_id, error = await _attempt(client, b.url, agent, "block", mid)
+                if "STORE_UNAVAILABLE" not in error:
+                    break
+                await asyncio.sleep(0.2)
+            return task_id, error
+
+        async def retries() -> dict[str, tuple[str | None, str]]:
+            async with httpx.AsyncClient(timeout=30) as client:
+                found = await asyncio.gather(*(retry(client, mid) for mid in failed))
+            return dict(zip(failed, found, strict=True))
+
+        retried = asyncio.run(retries())
+        counted = runs(folder)
+        assert all(n == 1 for n in counted.values()), counted
+        for mid, (task_id, error) in retried.items():
+            if task_id is None:
+                assert "new messageId" in error, (mid, error)
+            elif mid not in counted:
+                pytest.fail(f"{mid}: answered with task {task_id} but never ran")
+        # nothing is left submitted or working
+        listed = b.rpc(agent, "ListTasks", {"pageSize": 100})["result"]["tasks"]
+        states = {t["status"]["state"] for t in listed}
+        assert states <= {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED"}, states
+    finally:
+        a.stop()
+        b.stop()
+        redis.terminate()
+        redis.wait(10)

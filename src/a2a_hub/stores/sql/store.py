@@ -17,6 +17,8 @@ round trip each, no BEGIN/ROLLBACK around them.
 from __future__ import annotations
 
 import importlib
+import os
+import sqlite3
 import time
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
@@ -336,12 +338,30 @@ class _Statements:
 
 _UNREACHABLE = (OSError, sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
 
+#: SQLite primary result codes that mean "the database file cannot be used", not a bug of
+#: ours: PERM, BUSY, LOCKED, READONLY, IOERR, CORRUPT, FULL, CANTOPEN, NOTADB.
+_SQLITE_UNUSABLE = frozenset({3, 5, 6, 8, 10, 11, 13, 14, 26})
+
 
 def _unreachable(exc: BaseException) -> bool:
-    """The database cannot be reached (or dropped the connection under us)."""
+    """The database cannot be reached (or dropped the connection under us), or, for SQLite,
+    its file cannot be written or read (read-only, deleted, disk full …)."""
     if isinstance(exc, _UNREACHABLE):
         return True
+    if isinstance(exc, sqlite3.Error):  # raised by the SQLite writer thread, unwrapped
+        return (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _SQLITE_UNUSABLE
     return isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
+
+
+def _file_identity(path: str) -> tuple[str, int, int]:
+    """The absolute path of a file and what identifies the file itself (device, inode)."""
+    st = os.stat(path)
+    return os.path.realpath(path), st.st_dev, st.st_ino
+
+
+class SqliteFileLostError(OSError):
+    """The SQLite file the store opened is no longer the file at its path (deleted, moved or
+    replaced while serving): everything written from now on would be lost."""
 
 
 _guarded = guarded(_unreachable)
@@ -451,6 +471,8 @@ class SqlStore(Store):
         #: Saves in batches (group commit): a writer thread for SQLite files, one
         #: function call per batch for PostgreSQL.
         self._writer: SqliteWriter | PostgresWriter | None = None
+        #: The SQLite file opened, as (path, st_dev, st_ino); None for PostgreSQL and memory.
+        self._file: tuple[str, int, int] | None = None
         self._stmts = _Statements(self._dialect)
         if self._dialect == "postgresql":
             try:
@@ -488,13 +510,36 @@ class SqlStore(Store):
         """The SQLAlchemy engine; only valid between :meth:`open` and :meth:`close`."""
         if self._engine is None:
             raise RuntimeError(f"{self!r} is not open; await store.open() first")
+        self._check_file()
         return self._engine
 
     def _read(self) -> AsyncConnection:
         """A connection for reads (use as ``async with``)."""
         if self._reader is None:
             raise RuntimeError(f"{self!r} is not open; await store.open() first")
+        self._check_file()
         return self._reader.connect()
+
+    def _check_file(self) -> None:
+        """Raise :class:`SqliteFileLostError` if the SQLite file opened is no longer the one
+        at its path.  SQLite keeps reading and writing a deleted or replaced file through
+        its open descriptors, so without this the hub would answer every request while
+        writing into a file nobody will ever open again (one ``stat`` per operation)."""
+        if self._file is None:
+            return
+        path, dev, ino = self._file
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise SqliteFileLostError(
+                f"the SQLite file {path} was deleted while the hub was serving; restart the "
+                "hub (its data is gone unless you restore the file)"
+            ) from None
+        if (st.st_dev, st.st_ino) != (dev, ino):
+            raise SqliteFileLostError(
+                f"the SQLite file {path} was replaced by another file while the hub was "
+                "serving; restart the hub to use the new one"
+            )
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -539,12 +584,14 @@ class SqlStore(Store):
         elif not _sqlite_in_memory(self._engine_url):
             database = self._engine_url.database or ""
             self._writer = SqliteWriter(database, self._save_plan, _sqlite_on_connect)
+            self._file = _file_identity(database)
 
     async def close(self) -> None:
         writer, self._writer = self._writer, None
         if writer is not None:
             await writer.close()
         engine, self._engine, self._reader = self._engine, None, None
+        self._file = None
         if engine is not None:
             await engine.dispose()
 
@@ -578,6 +625,7 @@ class SqlStore(Store):
     ) -> None:
         writer = self._writer
         if isinstance(writer, SqliteWriter):
+            self._check_file()
             await writer.save(agent_id, task, events, owner, deliveries)
             return
         if writer is not None:  # PostgreSQL group commit
@@ -660,6 +708,7 @@ class SqlStore(Store):
         if writer is None or isinstance(writer, SqliteWriter):
             steps = self._claim_plan(agent_id, owner or "", message_id, created, claim)
             if writer is not None:
+                self._check_file()
                 found: bytes | None = await writer.run(steps)
             else:
                 async with self.engine.begin() as conn:
@@ -868,6 +917,7 @@ class SqlStore(Store):
         batch (so the dispatcher never waits for the lock a batch of saves holds)."""
         writer = self._writer
         if isinstance(writer, SqliteWriter):
+            self._check_file()
             return await writer.run(plan)
         async with self.engine.begin() as conn:
             return await _drive(conn, plan)

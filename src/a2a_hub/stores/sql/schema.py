@@ -49,7 +49,7 @@ __all__ = [
 
 #: Version of the schema this code writes.  Bump it and add an entry to
 #: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 #: PostgreSQL NOTIFY channel announcing new events ("agent_id task_id seq").
 EVENTS_CHANNEL = "a2a_events"
@@ -74,6 +74,8 @@ tasks = Table(
 Index("ix_a2a_tasks_updated", tasks.c.agent_id, tasks.c.updated_at, tasks.c.task_id)
 Index("ix_a2a_tasks_context", tasks.c.agent_id, tasks.c.context_id, tasks.c.updated_at)
 Index("ix_a2a_tasks_owner", tasks.c.agent_id, tasks.c.owner, tasks.c.updated_at)
+# ListTasks by status (v8): the page and its count read the index alone, newest first.
+Index("ix_a2a_tasks_state", tasks.c.agent_id, tasks.c.state, tasks.c.updated_at, tasks.c.task_id)
 
 events = Table(
     "a2a_task_events",
@@ -181,6 +183,12 @@ async def _add_owner(conn: AsyncConnection) -> None:
         await conn.execute(text(f"ALTER TABLE {tasks.name} ADD COLUMN owner VARCHAR"))
     owner_index = next(ix for ix in tasks.indexes if ix.name == "ix_a2a_tasks_owner")
     await conn.execute(CreateIndex(owner_index, if_not_exists=True))
+
+
+async def _add_state_index(conn: AsyncConnection) -> None:
+    """Version 8: the index of ListTasks filtered by status."""
+    state_index = next(ix for ix in tasks.indexes if ix.name == "ix_a2a_tasks_state")
+    await conn.execute(CreateIndex(state_index, if_not_exists=True))
 
 
 #: PostgreSQL: the function saving a batch of tasks in one call (see ``_SAVE_TASKS_SQL``).
@@ -418,6 +426,7 @@ _MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {
     5: _add_outbox,
     6: _add_save_with_deliveries,
     7: _add_message_claims,
+    8: _add_state_index,
 }
 
 

@@ -65,6 +65,7 @@ from a2a_hub.stores.base import (
     guarded,
     log_conflict,
     now,
+    page_token_total,
     unavailable_error,
 )
 from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
@@ -777,9 +778,11 @@ class SqlStore(Store):
         if query.updated_after is not None:
             where.append(tasks.c.updated_at >= query.updated_after)
         page_where = list(where)
+        total: int | None = None
         if query.page_token:
             cursor = decode_page_token(query.page_token)
             page_where.append(tuple_(tasks.c.updated_at, tasks.c.task_id) < cursor)
+            total = page_token_total(query.page_token)
         size = max(query.page_size, 0)
         stmt = (
             select(tasks.c.updated_at, tasks.c.task_id, tasks.c.data)
@@ -789,12 +792,17 @@ class SqlStore(Store):
         )
         async with self._read() as conn:
             rows = (await conn.execute(stmt)).all()
-            total = (
-                await conn.execute(select(func.count()).select_from(tasks).where(*where))
-            ).scalar_one()
-        more = len(rows) > size
+            more = len(rows) > size
+            if total is None and not more and not query.page_token:
+                total = len(rows)  # the whole result is on this page
+            elif total is None:
+                # counted once, for the first page (an index-only count with the filters'
+                # indexes); the page token carries it to the later pages, which repeat it
+                total = (
+                    await conn.execute(select(func.count()).select_from(tasks).where(*where))
+                ).scalar_one()
         page = rows[:size]
-        token = encode_page_token(page[-1][0], page[-1][1]) if page and more else ""
+        token = encode_page_token(page[-1][0], page[-1][1], total) if page and more else ""
         return TaskPage(
             tasks=[_task_dec.decode(r[2]) for r in page], next_page_token=token, total_size=total
         )

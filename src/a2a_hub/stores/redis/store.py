@@ -219,6 +219,12 @@ class RedisOptions:
         return cls(connect_url, safe_url, prefix, task_ttl, history_ttl, push_ttl)
 
 
+#: Connections the store's pool opens at most (short commands only: followers wait
+#: through the coordinator's single StreamWatcher connection).
+POOL_SIZE = 100
+#: Seconds a command waits for a free pooled connection before the store counts as down.
+POOL_WAIT = 10.0
+
 # --- helpers ---------------------------------------------------------------------------
 
 _UNREACHABLE = (
@@ -317,7 +323,13 @@ class RedisStore(Store):
     async def open(self) -> None:
         if self._client is not None:
             return
-        client = aioredis.Redis.from_url(self.options.connect_url, **self._client_options)
+        # A full pool makes a command wait for a connection (up to POOL_WAIT s) instead of
+        # failing at once: a burst of readers slows down, it does not answer "unavailable".
+        pool = aioredis.BlockingConnectionPool.from_url(
+            self.options.connect_url,
+            **{"max_connections": POOL_SIZE, "timeout": POOL_WAIT, **self._client_options},
+        )
+        client = aioredis.Redis(connection_pool=pool)
         try:
             async with client.pipeline(transaction=False) as pipe:
                 pipe.info("server")
@@ -331,7 +343,7 @@ class RedisStore(Store):
                     f"needs {'.'.join(map(str, MIN_REDIS_VERSION))} or later"
                 )
         except BaseException:
-            await client.aclose()
+            await client.aclose(close_connection_pool=True)
             raise
         self._client = client
 
@@ -339,7 +351,7 @@ class RedisStore(Store):
         await self._batch.close()
         client, self._client = self._client, None
         if client is not None:
-            await client.aclose()
+            await client.aclose(close_connection_pool=True)
 
     @_guarded
     async def purge(self) -> int:

@@ -243,11 +243,13 @@ def _quiet_stops() -> None:
 def _uvicorn_config(app: Any, settings: Any, **extra: Any) -> Any:
     import uvicorn
 
+    from a2a_hub.server.connections import uvicorn_options
+
     server = settings.server
     if server.log_format == "json":
         extra["log_config"] = None  # keep the JSON handlers of configure_logging
     os.environ[_GRACE_ENV] = f"{server.graceful_timeout:g}"
-    return uvicorn.Config(
+    config = uvicorn.Config(
         app,
         host=server.host,
         port=server.port,
@@ -256,6 +258,8 @@ def _uvicorn_config(app: Any, settings: Any, **extra: Any) -> Any:
         timeout_graceful_shutdown=server.graceful_timeout,
         **extra,
     )
+    uvicorn_options(config, server.header_timeout)  # slow clients: see server/connections.py
+    return config
 
 
 def _serve_one(hub: Any, sock: socket.socket) -> None:

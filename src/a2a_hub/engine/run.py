@@ -36,7 +36,7 @@ from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater
 from a2a_hub.engine.flusher import Flusher
 from a2a_hub.engine.pubsub import PubSub
 from a2a_hub.engine.state import InvalidTransitionError, apply_event, check_transition, timestamp
-from a2a_hub.protocol.errors import InternalError
+from a2a_hub.protocol.errors import InternalError, StoreUnavailableError
 from a2a_hub.protocol.types import (
     Artifact,
     Message,
@@ -380,6 +380,9 @@ class TaskRun:
         except InvalidTransitionError as exc:
             failure = f"agent broke the task protocol: {exc}"
             log.warning("agent %s, task %s: %s", self.agent_id, self.task_id, failure)
+        except StoreUnavailableError as exc:  # an outage, logged by the store: no traceback
+            failure = f"agent error: {exc.message}"
+            log.debug("agent %s, task %s: %s", self.agent_id, self.task_id, exc.message)
         except Exception as exc:  # the agent's own failure becomes the task's failure
             failure = f"agent error: {type(exc).__name__}: {exc}"
             log.exception("agent %s failed on task %s", self.agent_id, self.task_id)

@@ -183,6 +183,15 @@ class ServerSettings(Section):
             metavar="SECONDS",
         ),
     ] = 30.0
+    header_timeout: Annotated[
+        float,
+        setting(
+            "Seconds a connection gets to send a request's headers (from its opening or the "
+            "request's first byte); then it is closed.",
+            gt=0,
+            metavar="SECONDS",
+        ),
+    ] = 10.0
     trusted_hosts: Annotated[
         list[str],
         setting(

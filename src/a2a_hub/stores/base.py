@@ -68,6 +68,7 @@ __all__ = [
     "encode_page_token",
     "guarded",
     "log_conflict",
+    "page_token_total",
     "unavailable_error",
 ]
 
@@ -228,17 +229,35 @@ class TaskPage(msgspec.Struct, kw_only=True):
     total_size: int
 
 
-def encode_page_token(updated_at: float, task_id: str) -> str:
-    """Opaque keyset cursor: the position after the last task of a page."""
-    raw = msgspec.json.encode([updated_at, task_id])
+def encode_page_token(updated_at: float, task_id: str, total: int | None = None) -> str:
+    """Opaque keyset cursor: the position after the last task of a page (and, when given,
+    the ``totalSize`` counted for the first page, which later pages repeat)."""
+    raw = msgspec.json.encode(
+        [updated_at, task_id] if total is None else [updated_at, task_id, total]
+    )
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def page_token_total(token: str) -> int | None:
+    """The ``totalSize`` a page token carries, if any (the token is valid: decoded before)."""
+    raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    items = msgspec.json.decode(raw)
+    if isinstance(items, list) and len(items) == 3 and isinstance(items[2], int):
+        return items[2] if items[2] >= 0 else None
+    return None
 
 
 def decode_page_token(token: str) -> tuple[float, str]:
     """Inverse of :func:`encode_page_token`; a bad token is an invalid param."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        updated_at, task_id = msgspec.json.decode(raw, type=tuple[float, str])
+        items = msgspec.json.decode(raw, type=list[float | str | int])
+        if len(items) not in (2, 3):
+            raise ValueError("not a cursor")
+        first, task_id = items[0], items[1]
+        if isinstance(first, str) or not isinstance(task_id, str):
+            raise ValueError("not a cursor")
+        updated_at = float(first)
     except (ValueError, msgspec.DecodeError) as exc:
         raise InvalidParamsError(
             "pageToken is not a token this server issued; pass nextPageToken from the "

@@ -26,7 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.schema import CreateIndex, CreateTable
+from sqlalchemy.schema import CreateIndex, CreateTable, DropIndex
 
 __all__ = [
     "CLAIM_MESSAGES",
@@ -49,7 +49,7 @@ __all__ = [
 
 #: Version of the schema this code writes.  Bump it and add an entry to
 #: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 #: PostgreSQL NOTIFY channel announcing new events ("agent_id task_id seq").
 EVENTS_CHANNEL = "a2a_events"
@@ -72,8 +72,18 @@ tasks = Table(
     Column("owner", String, nullable=True),
 )
 Index("ix_a2a_tasks_updated", tasks.c.agent_id, tasks.c.updated_at, tasks.c.task_id)
-Index("ix_a2a_tasks_context", tasks.c.agent_id, tasks.c.context_id, tasks.c.updated_at)
-Index("ix_a2a_tasks_owner", tasks.c.agent_id, tasks.c.owner, tasks.c.updated_at)
+# ListTasks by context, owner or status: each index ends with the page order (updated_at,
+# task_id), so a page is read in order from it, never sorted (v8 added task_id to the context
+# and owner indexes, which the planners passed over for the agent-wide one, and the status one).
+Index(
+    "ix_a2a_tasks_context",
+    tasks.c.agent_id,
+    tasks.c.context_id,
+    tasks.c.updated_at,
+    tasks.c.task_id,
+)
+Index("ix_a2a_tasks_owner", tasks.c.agent_id, tasks.c.owner, tasks.c.updated_at, tasks.c.task_id)
+Index("ix_a2a_tasks_state", tasks.c.agent_id, tasks.c.state, tasks.c.updated_at, tasks.c.task_id)
 
 events = Table(
     "a2a_task_events",
@@ -181,6 +191,15 @@ async def _add_owner(conn: AsyncConnection) -> None:
         await conn.execute(text(f"ALTER TABLE {tasks.name} ADD COLUMN owner VARCHAR"))
     owner_index = next(ix for ix in tasks.indexes if ix.name == "ix_a2a_tasks_owner")
     await conn.execute(CreateIndex(owner_index, if_not_exists=True))
+
+
+async def _list_indexes(conn: AsyncConnection) -> None:
+    """Version 8: ListTasks indexes ending with the page order (context and owner ones
+    rebuilt with ``task_id``), and the one of ListTasks filtered by status."""
+    for name in ("ix_a2a_tasks_context", "ix_a2a_tasks_owner", "ix_a2a_tasks_state"):
+        index = next(ix for ix in tasks.indexes if ix.name == name)
+        await conn.execute(DropIndex(index, if_exists=True))
+        await conn.execute(CreateIndex(index))
 
 
 #: PostgreSQL: the function saving a batch of tasks in one call (see ``_SAVE_TASKS_SQL``).
@@ -418,6 +437,7 @@ _MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {
     5: _add_outbox,
     6: _add_save_with_deliveries,
     7: _add_message_claims,
+    8: _list_indexes,
 }
 
 

@@ -17,6 +17,8 @@ round trip each, no BEGIN/ROLLBACK around them.
 from __future__ import annotations
 
 import importlib
+import os
+import sqlite3
 import time
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
@@ -63,6 +65,7 @@ from a2a_hub.stores.base import (
     guarded,
     log_conflict,
     now,
+    page_token_total,
     unavailable_error,
 )
 from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
@@ -336,12 +339,30 @@ class _Statements:
 
 _UNREACHABLE = (OSError, sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
 
+#: SQLite primary result codes that mean "the database file cannot be used", not a bug of
+#: ours: PERM, BUSY, LOCKED, READONLY, IOERR, CORRUPT, FULL, CANTOPEN, NOTADB.
+_SQLITE_UNUSABLE = frozenset({3, 5, 6, 8, 10, 11, 13, 14, 26})
+
 
 def _unreachable(exc: BaseException) -> bool:
-    """The database cannot be reached (or dropped the connection under us)."""
+    """The database cannot be reached (or dropped the connection under us), or, for SQLite,
+    its file cannot be written or read (read-only, deleted, disk full …)."""
     if isinstance(exc, _UNREACHABLE):
         return True
+    if isinstance(exc, sqlite3.Error):  # raised by the SQLite writer thread, unwrapped
+        return (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _SQLITE_UNUSABLE
     return isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
+
+
+def _file_identity(path: str) -> tuple[str, int, int]:
+    """The absolute path of a file and what identifies the file itself (device, inode)."""
+    st = os.stat(path)
+    return os.path.realpath(path), st.st_dev, st.st_ino
+
+
+class SqliteFileLostError(OSError):
+    """The SQLite file the store opened is no longer the file at its path (deleted, moved or
+    replaced while serving): everything written from now on would be lost."""
 
 
 _guarded = guarded(_unreachable)
@@ -451,6 +472,8 @@ class SqlStore(Store):
         #: Saves in batches (group commit): a writer thread for SQLite files, one
         #: function call per batch for PostgreSQL.
         self._writer: SqliteWriter | PostgresWriter | None = None
+        #: The SQLite file opened, as (path, st_dev, st_ino); None for PostgreSQL and memory.
+        self._file: tuple[str, int, int] | None = None
         self._stmts = _Statements(self._dialect)
         if self._dialect == "postgresql":
             try:
@@ -488,13 +511,36 @@ class SqlStore(Store):
         """The SQLAlchemy engine; only valid between :meth:`open` and :meth:`close`."""
         if self._engine is None:
             raise RuntimeError(f"{self!r} is not open; await store.open() first")
+        self._check_file()
         return self._engine
 
     def _read(self) -> AsyncConnection:
         """A connection for reads (use as ``async with``)."""
         if self._reader is None:
             raise RuntimeError(f"{self!r} is not open; await store.open() first")
+        self._check_file()
         return self._reader.connect()
+
+    def _check_file(self) -> None:
+        """Raise :class:`SqliteFileLostError` if the SQLite file opened is no longer the one
+        at its path.  SQLite keeps reading and writing a deleted or replaced file through
+        its open descriptors, so without this the hub would answer every request while
+        writing into a file nobody will ever open again (one ``stat`` per operation)."""
+        if self._file is None:
+            return
+        path, dev, ino = self._file
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise SqliteFileLostError(
+                f"the SQLite file {path} was deleted while the hub was serving; restart the "
+                "hub (its data is gone unless you restore the file)"
+            ) from None
+        if (st.st_dev, st.st_ino) != (dev, ino):
+            raise SqliteFileLostError(
+                f"the SQLite file {path} was replaced by another file while the hub was "
+                "serving; restart the hub to use the new one"
+            )
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -539,12 +585,14 @@ class SqlStore(Store):
         elif not _sqlite_in_memory(self._engine_url):
             database = self._engine_url.database or ""
             self._writer = SqliteWriter(database, self._save_plan, _sqlite_on_connect)
+            self._file = _file_identity(database)
 
     async def close(self) -> None:
         writer, self._writer = self._writer, None
         if writer is not None:
             await writer.close()
         engine, self._engine, self._reader = self._engine, None, None
+        self._file = None
         if engine is not None:
             await engine.dispose()
 
@@ -578,6 +626,7 @@ class SqlStore(Store):
     ) -> None:
         writer = self._writer
         if isinstance(writer, SqliteWriter):
+            self._check_file()
             await writer.save(agent_id, task, events, owner, deliveries)
             return
         if writer is not None:  # PostgreSQL group commit
@@ -660,6 +709,7 @@ class SqlStore(Store):
         if writer is None or isinstance(writer, SqliteWriter):
             steps = self._claim_plan(agent_id, owner or "", message_id, created, claim)
             if writer is not None:
+                self._check_file()
                 found: bytes | None = await writer.run(steps)
             else:
                 async with self.engine.begin() as conn:
@@ -728,9 +778,11 @@ class SqlStore(Store):
         if query.updated_after is not None:
             where.append(tasks.c.updated_at >= query.updated_after)
         page_where = list(where)
+        total: int | None = None
         if query.page_token:
             cursor = decode_page_token(query.page_token)
             page_where.append(tuple_(tasks.c.updated_at, tasks.c.task_id) < cursor)
+            total = page_token_total(query.page_token)
         size = max(query.page_size, 0)
         stmt = (
             select(tasks.c.updated_at, tasks.c.task_id, tasks.c.data)
@@ -740,12 +792,17 @@ class SqlStore(Store):
         )
         async with self._read() as conn:
             rows = (await conn.execute(stmt)).all()
-            total = (
-                await conn.execute(select(func.count()).select_from(tasks).where(*where))
-            ).scalar_one()
-        more = len(rows) > size
+            more = len(rows) > size
+            if total is None and not more and not query.page_token:
+                total = len(rows)  # the whole result is on this page
+            elif total is None:
+                # counted once, for the first page (an index-only count with the filters'
+                # indexes); the page token carries it to the later pages, which repeat it
+                total = (
+                    await conn.execute(select(func.count()).select_from(tasks).where(*where))
+                ).scalar_one()
         page = rows[:size]
-        token = encode_page_token(page[-1][0], page[-1][1]) if page and more else ""
+        token = encode_page_token(page[-1][0], page[-1][1], total) if page and more else ""
         return TaskPage(
             tasks=[_task_dec.decode(r[2]) for r in page], next_page_token=token, total_size=total
         )
@@ -868,6 +925,7 @@ class SqlStore(Store):
         batch (so the dispatcher never waits for the lock a batch of saves holds)."""
         writer = self._writer
         if isinstance(writer, SqliteWriter):
+            self._check_file()
             return await writer.run(plan)
         async with self.engine.begin() as conn:
             return await _drive(conn, plan)

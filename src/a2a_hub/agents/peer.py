@@ -163,21 +163,23 @@ class LocalPeer(Peer):
         stream = await self.engine.send_stream(
             SendMessageRequest(message=message), caller=self.caller
         )
+        shown = ended = False
         try:
             async for record in stream:
                 event = record.event
                 if event.message is not None and event.message.role is Role.USER:
                     continue  # the message we sent, logged into the history
+                shown = True
                 yield event, False
-        except asyncio.CancelledError:
-            # cut short before the caller may have seen any event (so before it knew the
-            # task's id): the task this turn started must not run on alone
-            if self.engine.live(stream.task_id) is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(self.cancel(stream.task_id))
-            raise
+            ended = True
         finally:
             stream.close()
+            run = None if shown or ended else self.engine.live(stream.task_id)
+            if run is not None:
+                # abandoned (canceled, timed out) before the task was shown, which happens
+                # only once it is written: the caller cannot name it to cancel it, so do it
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(run.cancel())
 
     async def cancel(self, task_id: str) -> None:
         try:

@@ -219,11 +219,11 @@ class RedisOptions:
         return cls(connect_url, safe_url, prefix, task_ttl, history_ttl, push_ttl)
 
 
-#: Connections the store's pool opens at most (short commands only: followers wait
-#: through the coordinator's single StreamWatcher connection).
-POOL_SIZE = 100
-#: Seconds a command waits for a free pooled connection before the store counts as down.
-POOL_WAIT = 10.0
+#: Connections the store's pool opens at most (redis-py's default is 100).  Only short
+#: commands use it (followers wait through the coordinator's one StreamWatcher
+#: connection), but a burst of them (a storm of resuming streams) may need more than 100
+#: at once; a full pool fails a command at once (a blocking pool costs every command).
+POOL_SIZE = 1000
 
 # --- helpers ---------------------------------------------------------------------------
 
@@ -323,11 +323,8 @@ class RedisStore(Store):
     async def open(self) -> None:
         if self._client is not None:
             return
-        # A full pool makes a command wait for a connection (up to POOL_WAIT s) instead of
-        # failing at once: a burst of readers slows down, it does not answer "unavailable".
-        pool = aioredis.BlockingConnectionPool.from_url(
-            self.options.connect_url,
-            **{"max_connections": POOL_SIZE, "timeout": POOL_WAIT, **self._client_options},
+        pool = aioredis.ConnectionPool.from_url(
+            self.options.connect_url, **{"max_connections": POOL_SIZE, **self._client_options}
         )
         client = aioredis.Redis(connection_pool=pool)
         try:

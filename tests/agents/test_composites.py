@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -92,6 +93,10 @@ async def hub() -> AsyncIterator[Hub]:
             "refine": "loop?children=finisher",
             "refine2": "loop?children=finisher&max_iterations=2",
             "lost": "sequential?children=echo,nobody",
+            "askers": "parallel?children=echo,interview,failing&on_failure=report",
+            "asksfast": "parallel?children=interview,failing&on_failure=fail",
+            "interview2": Interviewer(),
+            "twoask": "parallel?children=interview,interview2",
         }
     )
     await h.start()
@@ -215,6 +220,75 @@ async def test_cancel_during_a_sequential_run_reaches_the_running_child(hub: Hub
     [task] = await tasks_of(hub, "slow1")
     assert task.status.state is TaskState.CANCELED
     assert await tasks_of(hub, "finisher") == []  # the chain stopped there
+
+
+async def test_cancel_of_a_chain_paused_on_a_question_cancels_the_waiting_child(
+    hub: Hub,
+) -> None:
+    first = await send(hub, "chain", "hello")
+    assert first.status.state is TaskState.INPUT_REQUIRED
+    [waiting] = await tasks_of(hub, "interview")
+    assert waiting.status.state is TaskState.INPUT_REQUIRED
+    canceled = await hub.agents["chain"].engine.cancel_task(first.id)
+    assert canceled.status.state is TaskState.CANCELED
+    [child] = await tasks_of(hub, "interview")
+    assert child.id == waiting.id and child.status.state is TaskState.CANCELED
+
+
+async def test_parallel_relays_a_childs_question_instead_of_failing(hub: Hub) -> None:
+    first = await send(hub, "askers", "hello")
+    assert first.status.state is TaskState.INPUT_REQUIRED
+    assert status_text(first).startswith("interview asks: What is your name?")
+    assert first.status.message is not None and first.status.message.metadata is not None
+    assert first.status.message.metadata["child"] == "interview"
+    # the others are done: echo answered, the failing child is reported
+    assert artifacts(first)["echo"] == "echo: hello"
+    assert "failing" in artifacts(first)
+    [waiting] = await tasks_of(hub, "interview")
+    assert waiting.status.state is TaskState.INPUT_REQUIRED
+
+    second = await send(hub, "askers", "Arthur", task_id=first.id)
+    assert second.status.state is TaskState.INPUT_REQUIRED
+    assert status_text(second).startswith("interview asks: What is your quest?")
+    third = await send(hub, "askers", "the grail", task_id=first.id)
+    assert third.status.state is TaskState.COMPLETED
+    assert artifacts(third)["interview"] == "name=Arthur quest=the grail"
+    assert status_text(third).startswith("2 of 3 children answered")
+    [same] = await tasks_of(hub, "interview")
+    assert same.id == waiting.id and same.status.state is TaskState.COMPLETED
+
+
+async def test_parallel_asks_several_waiting_children_one_after_the_other(hub: Hub) -> None:
+    task = await send(hub, "twoask", "hi")
+    asked = []
+    for answer in ("Ann", "peace", "Bob", "war"):
+        assert task.status.state is TaskState.INPUT_REQUIRED
+        assert task.status.message is not None and task.status.message.metadata is not None
+        asked.append(task.status.message.metadata["child"])
+        task = await send(hub, "twoask", answer, task_id=task.id)
+    assert task.status.state is TaskState.COMPLETED
+    assert asked == ["interview", "interview", "interview2", "interview2"]
+    assert artifacts(task) == {
+        "interview": "name=Ann quest=peace",
+        "interview2": "name=Bob quest=war",
+    }
+
+
+async def test_parallel_fail_fast_ends_a_waiting_childs_task(hub: Hub) -> None:
+    task = await send(hub, "asksfast", "hello")
+    assert task.status.state is TaskState.FAILED
+    for waiting in await tasks_of(hub, "interview"):
+        assert waiting.status.state is TaskState.CANCELED
+
+
+async def test_cancel_of_a_parallel_waiting_on_children_cancels_them(hub: Hub) -> None:
+    task = await send(hub, "twoask", "hi")
+    assert task.status.state is TaskState.INPUT_REQUIRED
+    canceled = await hub.agents["twoask"].engine.cancel_task(task.id)
+    assert canceled.status.state is TaskState.CANCELED
+    for child in ("interview", "interview2"):
+        [waiting] = await tasks_of(hub, child)
+        assert waiting.status.state is TaskState.CANCELED
 
 
 async def test_loop_runs_until_max_iterations(hub: Hub) -> None:
@@ -347,3 +421,21 @@ async def test_a_sequential_chain_with_a_remote_child_over_http(remote: str) -> 
         third = await conversation.send("the grail")
         assert isinstance(third, Task) and third.status.state is TaskState.COMPLETED
         assert artifacts(third)["interview"] == "name=Lancelot quest=the grail"
+
+
+async def test_cancel_of_a_paused_chain_reaches_its_waiting_remote_child(remote: str) -> None:
+    hub = make_hub({"echo": "echo", "mixed": f"sequential?children=echo,{remote}/a2a/interview"})
+    async with (
+        LiveServer(hub) as live,
+        await A2AClient.connect(f"{live.url}/a2a/mixed") as c,
+        await A2AClient.connect(f"{remote}/a2a/interview") as direct,
+    ):
+        first = await Conversation(c).send("hello")
+        assert isinstance(first, Task) and first.status.state is TaskState.INPUT_REQUIRED
+        found = re.search(r"\[task=(\S+) ", status_text(first))
+        assert found is not None
+        remote_task = found.group(1)
+        assert (await direct.get_task(remote_task)).status.state is TaskState.INPUT_REQUIRED
+        canceled = await c.cancel_task(first.id)
+        assert canceled.status.state is TaskState.CANCELED
+        assert (await direct.get_task(remote_task)).status.state is TaskState.CANCELED

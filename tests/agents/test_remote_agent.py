@@ -295,3 +295,24 @@ options = {{ url = "{url}/a2a/echo", api_key = "k-123", headers = {{ x-team = "b
         sock.close()
     assert seen and all(h.get("x-api-key") == "k-123" for h in seen)
     assert all(h.get("x-team") == "blue" for h in seen)
+
+
+@pytest.mark.parametrize("front", MODES, ids=IDS, indirect=True)
+async def test_cancel_while_waiting_for_input_cancels_the_waiting_remote_task(
+    front: LiveServer, remote: str
+) -> None:
+    """No turn runs while both tasks wait for input: the cancel still reaches the remote."""
+    stream = "true" in str(front.hub.agents["front"].spec.options.get("streaming"))
+    async with (
+        await A2AClient.connect(f"{front.url}/a2a/front") as local,
+        await A2AClient.connect(f"{remote}/a2a/interview") as direct,
+    ):
+        first = await say(Conversation(local), "hello", stream=stream)
+        assert first.status.state is TaskState.INPUT_REQUIRED
+        remote_task, _ = where(status_text(first))
+        assert (await direct.get_task(remote_task)).status.state is TaskState.INPUT_REQUIRED
+
+        canceled = await local.cancel_task(first.id)
+        assert canceled.status.state is TaskState.CANCELED
+        remote_now = await direct.get_task(remote_task)
+        assert remote_now.status.state is TaskState.CANCELED

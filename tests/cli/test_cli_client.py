@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -161,6 +162,10 @@ def test_chat_leaves_at_once_on_ctrl_c_at_the_prompt(hub_url: str) -> None:
     )
     try:
         child.expect("you> ")
+        # A person presses Ctrl+C well after the prompt shows.  CPython's readline prints
+        # the prompt before it starts waiting for a key: a SIGINT inside that gap is only
+        # seen at the next key.  So wait as a person would, then press it.
+        time.sleep(0.5)
         child.sendintr()  # no Enter: the prompt itself must give way
         child.expect(pexpect.EOF)
         before = child.before or ""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,9 @@ from a2a_hub.client.websocket import (
     WebSocketLostError,
     ws_url,
 )
-from tests.server.test_chat_page import Drip
-from tests.server.test_websocket import ToolAgent
+from tests.support.agents import Drip, ToolAgent
 from tests.support.hub import LiveServer
+from tests.support.processes import free_port
 
 
 def test_ws_url() -> None:
@@ -33,24 +32,11 @@ def _server(store: str, port: int, executors: dict[str, Any]) -> LiveServer:
         agents=[AgentSpec(id=name, kind="python", executor="x:y") for name in executors],
         store=store,
     )
-    live = LiveServer(Hub(settings, executors=executors))
-    live.sock.close()
-    live.sock = socket.socket()
-    live.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    live.sock.bind(("127.0.0.1", port))
-    live.url = f"http://127.0.0.1:{port}"
-    return live
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
+    return LiveServer(Hub(settings, executors=executors), port=port)
 
 
 async def test_client_tool_answered_by_the_client(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     async with _server(f"sqlite:///{tmp_path}/a.db", port, {"tool": ToolAgent()}) as live:
         tools = {"time_zone": lambda params: {"zone": "UTC"}}
         async with WebSocketClient(f"{live.url}/a2a/tool", tools=tools) as client:
@@ -69,7 +55,7 @@ async def test_client_tool_answered_by_the_client(tmp_path: Path) -> None:
 
 async def test_resumes_across_a_server_restart(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path}/hub.db"
-    port = _free_port()
+    port = free_port()
     first = _server(store, port, {"drip": Drip()})
     await first.__aenter__()
     chunks: list[str] = []
@@ -98,7 +84,7 @@ async def test_resumes_across_a_server_restart(tmp_path: Path) -> None:
 
 
 async def test_gives_up_after_its_tries(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     live = _server(f"sqlite:///{tmp_path}/b.db", port, {"tool": ToolAgent()})
     await live.__aenter__()
     client = WebSocketClient(f"{live.url}/a2a/tool", backoff=Backoff(initial=0.05, max_tries=2))

@@ -14,6 +14,7 @@ from a2a_hub.engine import TaskEngine
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.protocol.errors import (
     InvalidParamsError,
+    PermissionDeniedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -328,6 +329,16 @@ async def test_a_caller_sees_only_its_own_tasks_as_if_the_others_did_not_exist()
         assert (await eng.get_task(task.id, caller=caller)).id == task.id
         listed = await eng.list_tasks(ListTasksRequest(), caller=caller)
         assert [t.id for t in listed.tasks] == [task.id]
+    # the auditor only reads: sending, continuing and canceling need the invoke scope
+    for probe in (
+        eng.send(req("mine"), caller=AUDITOR),
+        eng.send_stream(req("mine"), caller=AUDITOR),
+        eng.send(req("pepperoni", task_id=task.id), caller=AUDITOR),
+        eng.cancel_task(task.id, caller=AUDITOR),
+    ):
+        with pytest.raises(PermissionDeniedError):
+            await probe
+    assert (await eng.get_task(task.id, caller=ALICE)).status.state is TaskState.INPUT_REQUIRED
     # nothing bob did changed it; alice continues it, and it stays hers
     assert (await eng.get_task(task.id)).status.state is TaskState.INPUT_REQUIRED
     done = await eng.send(req("margherita", task_id=task.id), caller=ALICE)

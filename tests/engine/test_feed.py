@@ -9,10 +9,9 @@ from collections.abc import Sequence
 import pytest
 
 from a2a_hub.agents.echo import EchoExecutor
-from a2a_hub.engine import RequestContext, TaskEngine, TaskUpdater
+from a2a_hub.engine import TaskEngine
 from a2a_hub.engine.caller import Caller
 from a2a_hub.engine.ending import fail_orphan
-from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.engine.pubsub import EventsLostError, Feed, FeedItem
 from a2a_hub.protocol.errors import InternalError
 from a2a_hub.protocol.types import (
@@ -168,44 +167,6 @@ async def test_a_callers_feed_shows_only_the_tasks_it_may_see() -> None:
     assert isinstance(mine, Task) and isinstance(theirs, Task)
     assert {i.task_id for i in await drain(alices)} == {mine.id}
     assert {i.task_id for i in await drain(everyone)} == {mine.id, theirs.id}
-
-
-class Gated(AgentExecutor):
-    """Reports progress twice, then waits for ``gate``."""
-
-    def __init__(self) -> None:
-        self.gate = asyncio.Event()
-        self.waiting = asyncio.Event()
-
-    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
-        await updater.start()
-        await updater.working("one")
-        await updater.working("two")
-        self.waiting.set()
-        await self.gate.wait()
-        await updater.complete("done")
-
-
-async def test_the_log_includes_events_not_yet_written() -> None:
-    store = MemoryStore()
-    executor = Gated()
-    engine = TaskEngine("a", executor, store, flush_delay=3600)
-    feed = engine.feed()
-    pending = asyncio.ensure_future(engine.send(req("go")))
-    await asyncio.wait_for(executor.waiting.wait(), 5)
-    task_id = (await drain(feed))[0].task_id
-    assert await store.read_events("a", task_id) == []  # nothing written yet
-    events = await engine.log.read(task_id, 0)
-    assert [e.seq for e in events] == [1, 2, 3, 4]
-    assert [e.seq for e in await engine.log.read(task_id, 2)] == [3, 4]
-    assert [e.seq for e in await engine.log.read(task_id, 0, limit=2)] == [1, 2]
-    snapshot = await engine.log.snapshot(task_id)
-    assert snapshot.seq == 4 and snapshot.event.task is not None
-    assert snapshot.event.task.status.state is TaskState.WORKING
-    executor.gate.set()
-    await asyncio.wait_for(pending, 5)
-    assert await engine.log.read(task_id, 0) == await store.read_events("a", task_id)
-    assert [e.seq for e in await engine.log.read(task_id, 0)] == [1, 2, 3, 4, 5]
 
 
 async def test_ending_a_stored_task_is_published_on_the_feed() -> None:

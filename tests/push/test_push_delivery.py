@@ -13,7 +13,9 @@ import jwt
 import msgspec
 import pytest
 
+from a2a_hub import metrics
 from a2a_hub.push import NotificationError, verify
+from a2a_hub.push import dispatcher as dispatcher_module
 from a2a_hub.push.sender import WebhookSender
 from a2a_hub.push.urls import WebhookPolicy
 from tests.support.agents import ChattyExecutor, SlowExecutor
@@ -152,7 +154,18 @@ async def test_receiver_down_first_then_everything_arrives() -> None:
         assert len({r.headers["x-a2a-notification-id"] for r in receiver.got}) == len(seqs)
 
 
-async def test_dead_deliveries_are_kept_and_requeued(receiver: Receiver) -> None:
+async def test_dead_deliveries_are_kept_and_requeued(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dispatcher_module, "BACKLOG_EVERY", 0.0)  # count the outbox each round
+
+    def counted(result: str) -> float:
+        return metrics.PUSH_DELIVERIES.values.get((result,), 0.0)
+
+    def outbox(state: str) -> float | None:
+        return metrics.REGISTRY.get_sample_value("a2a_push_outbox_deliveries", {"state": state})
+
+    dead_before, delivered_before = counted("dead"), counted("delivered")
     receiver.status = 500
     async with hub_server(push_retry_horizon=0.3) as server:
         task_id = await send(server, "echo", "x", {"url": receiver.url, "id": "d"})
@@ -170,10 +183,22 @@ async def test_dead_deliveries_are_kept_and_requeued(receiver: Receiver) -> None
         dead = await dispatcher.dead()
         assert all(d.last_error == "HTTP 500" and d.attempts >= 1 for d in dead)
         assert len(dead) >= 3  # snapshot, working, completed (and the artifact)
+        assert counted("dead") - dead_before == len(dead)
+
+        async def dead_counted() -> bool:
+            dispatcher.wake()
+            return outbox("dead") == len(dead)
+
+        await until(dead_counted)
         receiver.status = 200
         assert await dispatcher.requeue() == len(dead)
         await receiver.wait_for(len(dead))
         assert await dispatcher.dead() == []
+
+        async def delivered_counted() -> bool:  # counted once the receiver has answered
+            return counted("delivered") - delivered_before == len(dead)
+
+        await until(delivered_counted)
         seqs = [int(r.headers["x-a2a-event-seq"]) for r in receiver.got]
         assert seqs == sorted(seqs)
 

@@ -29,12 +29,12 @@ pytestmark = pytest.mark.timeout(120)
 
 @asynccontextmanager
 async def hub_process(
-    store: str, cwd: Path
+    store: str, cwd: Path, agent: str = "echo"
 ) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "a2a_hub.cli", "serve", "--port", str(port), "--agent", "echo",
+        sys.executable, "-m", "a2a_hub.cli", "serve", "--port", str(port), "--agent", agent,
         "--store", store, *PUSH,
         cwd=cwd, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
@@ -64,7 +64,8 @@ async def hub_process(
 
 async def send(url: str, hook: str, text: str) -> str:
     params = {
-        "message": {"messageId": text, "role": "ROLE_USER", "parts": [{"text": text}]},
+        # a fresh message id: a shared database keeps the claims of earlier runs
+        "message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}]},
         "configuration": {"taskPushNotificationConfig": {"url": hook, "id": "p"}},
     }
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
@@ -147,5 +148,53 @@ async def test_two_instances_send_each_delivery_once(tmp_path: Path, shared_stor
         for task_id in tasks:
             seqs = completed(receiver)[task_id]
             assert seqs == sorted(seqs)
+    finally:
+        await receiver.stop()
+
+
+async def rpc(url: str, method: str, params: dict[str, object]) -> dict[str, object]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    async with httpx.AsyncClient() as c:
+        r = await c.post(url, json=body, headers={"A2A-Version": "1.0"}, timeout=30)
+    answer: dict[str, object] = r.json()
+    assert "result" in answer, answer
+    return answer
+
+
+async def test_a_config_stored_on_another_instance_reaches_the_running_task_at_once(
+    tmp_path: Path, shared_store: str
+) -> None:
+    """A task streams on instance A; its webhook is registered through instance B: A's run
+    learns of it within the same turn (a signal), sends the snapshot, then every change."""
+    receiver = Receiver()
+    await receiver.start()
+    chatty = "chatty=tests.support.agents:Drip?chunks=40&interval=0.1"  # 4 s of chunks
+    try:
+        async with (
+            hub_process(shared_store, tmp_path, chatty) as (a, _),
+            hub_process(shared_store, tmp_path, chatty) as (b, _),
+        ):
+            message = {
+                "messageId": uuid.uuid4().hex,
+                "role": "ROLE_USER",
+                "parts": [{"text": "go"}],
+            }
+            sent = await rpc(
+                f"{a}/a2a/chatty",
+                "SendMessage",
+                {"message": message, "configuration": {"returnImmediately": True}},
+            )
+            task_id = sent["result"]["task"]["id"]  # type: ignore[index]
+            config = {"taskId": task_id, "id": "late", "url": receiver.url}
+            await rpc(f"{b}/a2a/chatty", "CreateTaskPushNotificationConfig", config)
+
+            async def finished() -> bool:
+                return task_id in completed(receiver)
+
+            await until(finished, within=60)
+        first = msgspec.json.decode(receiver.got[0].body)
+        assert first["task"]["id"] == task_id  # the snapshot on registration comes first
+        seqs = completed(receiver)[task_id]
+        assert seqs == sorted(seqs)
     finally:
         await receiver.stop()

@@ -10,8 +10,7 @@ import httpx
 import pytest
 
 from a2a_hub import create_app
-from tests.server.test_websocket import ProgressAgent, ToolAgent
-from tests.support.agents import CrashExecutor, SlowExecutor
+from tests.support.agents import CrashExecutor, ProgressAgent, SlowExecutor, ToolAgent
 from tests.support.hub import make_hub
 
 ag_ui = pytest.importorskip("ag_ui.core")

@@ -213,6 +213,53 @@ async def test_a_caller_cannot_see_or_touch_anothers_task(served: LiveServer) ->
         assert "result" in done, done
 
 
+async def test_scopes_invoke_read_all_and_admin_are_distinct(served: LiveServer) -> None:
+    """invoke: call the agent, see its own tasks; read-all: see every task, call nothing;
+    admin: both, and the admin API (which an invoke or read-all key cannot use)."""
+    alice = await new_key(served.hub, agents=["slow"], principal="alice")
+    reader = await new_key(served.hub, agents=["slow"], principal="ops", scopes=["read-all"])
+    root = await new_key(served.hub, principal="root", scopes=["admin"])
+    url = f"{served.url}/a2a/slow"
+    immediately = {"configuration": {"returnImmediately": True}}
+    async with httpx.AsyncClient(timeout=30) as http:
+        task = (await rpc(http, url, alice, "SendMessage", msg10("go") | immediately))["result"]
+        tid = task["task"]["id"]
+        # read-all reads every task of its agents ...
+        assert (await rpc(http, url, reader, "GetTask", {"id": tid}))["result"]["id"] == tid
+        listed = (await rpc(http, url, reader, "ListTasks", {}))["result"]["tasks"]
+        assert [t["id"] for t in listed] == [tid]
+        # ... but may not call the agent: 403-equivalent on every way in
+        for method, params in (
+            ("SendMessage", msg10("mine")),
+            ("SendMessage", msg10("more", taskId=tid)),
+            ("CancelTask", {"id": tid}),
+            (
+                "CreateTaskPushNotificationConfig",
+                {"taskId": tid, "url": "https://example.com/hook"},
+            ),
+        ):
+            refused = await rpc(http, url, reader, method, params)
+            assert refused["error"]["data"][0]["reason"] == "PERMISSION_DENIED", (method, refused)
+        r = await http.post(f"{url}/message:send", json=msg10("x"), headers={"X-API-Key": reader})
+        assert r.status_code == 403 and "invoke" in r.json()["error"]["message"]
+        r = await http.post(f"{url}/message:stream", json=msg10("x"), headers={"X-API-Key": reader})
+        assert r.status_code == 403
+        # invoke and read-all keys cannot use the admin API; admin can, and may invoke
+        for key in (alice, reader):
+            r = await http.get(f"{served.url}/admin/v1/keys", headers={"X-API-Key": key})
+            assert r.status_code == 403
+        r = await http.get(f"{served.url}/admin/v1/keys", headers={"X-API-Key": root})
+        assert r.status_code == 200
+        assert (await rpc(http, url, root, "GetTask", {"id": tid}))["result"]["id"] == tid
+        canceled = await rpc(http, url, root, "CancelTask", {"id": tid})
+        assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+        # the task was untouched by the refused calls: only alice's message, then canceled
+        said = [m["parts"][0]["text"] for m in canceled["result"]["history"]]
+        assert [m for m in canceled["result"]["history"] if m["role"] == "ROLE_USER"] == [
+            canceled["result"]["history"][0]
+        ] and said[0] == "go"
+
+
 async def test_revoked_or_expired_key_stops(
     served: LiveServer, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -533,7 +580,10 @@ async def test_extended_card_for_authenticated_callers(tmp_path: Path) -> None:
             ("agent/getAuthenticatedExtendedCard", "0.3"),
         ):
             body = {"jsonrpc": "2.0", "id": 1, "method": method}
-            anon = (await http.post(ext, json=body, headers={"A2A-Version": version})).json()
+            refused = await http.post(ext, json=body, headers={"A2A-Version": version})
+            assert refused.status_code == 401
+            assert refused.headers["WWW-Authenticate"].startswith("Bearer")
+            anon = refused.json()
             assert "for authenticated callers" in anon["error"]["message"]
             card = (
                 await http.post(ext, json=body, headers={"A2A-Version": version, "X-API-Key": key})

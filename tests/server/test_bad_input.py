@@ -11,7 +11,7 @@ import pytest
 from a2a_hub import Hub, create_app
 from tests.support.hub import make_hub
 
-V10 = {"A2A-Version": "1.0"}
+V10 = {"A2A-Version": "1.0", "content-type": "application/json"}
 GOOD = {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}
 
 
@@ -131,7 +131,9 @@ async def test_json_rpc_errors(
 async def test_unsupported_version_names_the_served_ones(small: Any) -> None:
     _, c = small
     data = await _post(
-        c, b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}', {"A2A-Version": "2.0"}
+        c,
+        b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}',
+        {**V10, "A2A-Version": "2.0"},
     )
     assert data["error"]["code"] == -32009
     assert "1.0" in data["error"]["message"] and "0.3" in data["error"]["message"]
@@ -189,19 +191,17 @@ async def test_rest_content_type_and_body(small: Any) -> None:
 
 
 async def test_plain_curl_without_version_header_works(small: Any) -> None:
-    """No A2A-Version and no Content-Type (or a JSON one): served.  curl's default form type
-    is refused since issue 16 (the JSON-RPC binding is application/json only)."""
+    """No A2A-Version with a JSON Content-Type: served.  curl's default form type and a
+    missing Content-Type are refused (issue 16, issue 18 item 7: application/json only)."""
     _, c = small
     body = b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":' + (
         b'{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}'
     )
-    for headers in ({}, {"content-type": "application/json"}):
+    r = await c.post("/a2a/echo", content=body, headers={"content-type": "application/json"})
+    assert r.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    for headers in ({"content-type": "application/x-www-form-urlencoded"}, {}):
         r = await c.post("/a2a/echo", content=body, headers=headers)
-        assert r.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    r = await c.post(
-        "/a2a/echo", content=body, headers={"content-type": "application/x-www-form-urlencoded"}
-    )
-    assert r.status_code == 415 and r.json()["error"]["code"] == -32005
+        assert r.status_code == 415 and r.json()["error"]["code"] == -32005
 
 
 async def _nothing_stored(hub: Hub) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -15,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from a2a_hub import AgentExecutor, AgentSpec, Hub, RequestContext, Settings, TaskUpdater
-from tests.server.test_websocket import ToolAgent
-from tests.support.agents import ChattyExecutor, SlowExecutor
+from a2a_hub import AgentSpec, Hub, Settings
+from tests.support.agents import ChattyExecutor, Drip, SlowExecutor, ToolAgent
 from tests.support.hub import LiveServer
+from tests.support.processes import free_port
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -40,17 +39,6 @@ _missing = async_playwright is None or not os.path.exists(CHROMIUM)
 if _missing and os.environ.get("CI") == "true":
     raise RuntimeError("browser tests need playwright and /usr/bin/chromium (make test installs)")
 pytestmark = pytest.mark.skipif(_missing, reason="needs playwright and /usr/bin/chromium")
-
-
-class Drip(AgentExecutor):
-    """Streams 30 chunks, one every 0.1 s."""
-
-    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
-        await updater.start()
-        for i in range(30):
-            await updater.artifact(f"{i:06d}".ljust(8, "."), artifact_id="a", append=i > 0)
-            await asyncio.sleep(0.1)
-        await updater.complete()
 
 
 @pytest.fixture
@@ -139,22 +127,13 @@ async def test_cancel_a_task(server: LiveServer, browser: Any) -> None:
 async def test_server_restart_mid_stream(browser: Any, tmp_path: Path) -> None:
     """The server stops mid-stream; the page reconnects to the new one and shows each chunk once."""
     store = f"sqlite:///{tmp_path}/hub.db"
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
+    port = free_port()
 
     def make() -> LiveServer:
         settings = Settings.from_flat(
             agents=[AgentSpec(id="drip", kind="python", executor="x:y")], store=store
         )
-        live = LiveServer(Hub(settings, executors={"drip": Drip()}))
-        live.sock.close()
-        live.sock = socket.socket()
-        live.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        live.sock.bind(("127.0.0.1", port))
-        live.url = f"http://127.0.0.1:{port}"
-        return live
+        return LiveServer(Hub(settings, executors={"drip": Drip()}), port=port)
 
     first = make()
     await first.__aenter__()
@@ -183,3 +162,26 @@ async def test_server_restart_mid_stream(browser: Any, tmp_path: Path) -> None:
     finally:
         await second.__aexit__()
         await asyncio.sleep(0)
+
+
+async def test_a_protected_agent_with_the_key_field(browser: Any, tmp_path: Path) -> None:
+    """The page of an agent that requires keys loads without one; the key typed into the
+    field goes with the socket (subprotocol), and the agent answers."""
+    settings = Settings.from_flat(
+        agents=[AgentSpec(id="locked", kind="echo", auth="api-key")],
+        store="memory://",
+        registry=f"sqlite:///{tmp_path}/registry.db",
+    )
+    async with LiveServer(Hub(settings)) as live:
+        assert live.hub.registry is not None
+        key, _ = await live.hub.registry.create_key(agents=["locked"], name="web")
+        page = await browser.new_page()
+        response = await page.goto(f"{live.url}/a2a/locked/chat")
+        assert response is not None and response.status == 200
+        await page.get_by_text("API key", exact=True).click()  # open the settings
+        await page.get_by_label("API key (for protected agents)").fill(key)
+        await page.get_by_role("button", name="Use key and reconnect").click()
+        await page.wait_for_selector('#connection[data-state="open"]')
+        await _ask(page, "let me in")
+        await page.wait_for_selector("#log li.agent[data-done=true]")
+        assert await page.locator("#log li.agent").inner_text() == "echo: let me in"

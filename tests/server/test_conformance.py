@@ -63,7 +63,7 @@ async def ext_client() -> AsyncIterator[httpx.AsyncClient]:
     hub = Hub(settings, store=MemoryStore(), executors=executors)
     await hub.start()
     transport = httpx.ASGITransport(app=create_app(hub))
-    async with httpx.AsyncClient(transport=transport, base_url="http://hub.test") as c:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
         yield c
     await hub.close()
 

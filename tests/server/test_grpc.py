@@ -20,8 +20,11 @@ from a2a.helpers import get_artifact_text, get_message_text, new_text_message
 from a2a.types import a2a_pb2_grpc
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
     GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
     Message,
     Part,
@@ -396,14 +399,63 @@ async def test_extensions_metadata_echo_and_required(stub: Any) -> None:
     assert get_message_text(events[-1].message) == f"active: {SIGNED}"
 
 
-async def test_push_and_extended_card_are_refused(stub: Any) -> None:
-    with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await stub.CreateTaskPushNotificationConfig(
-            TaskPushNotificationConfig(tenant="echo", task_id="t", url="https://example.com/hook")
+async def test_push_configs_over_grpc() -> None:
+    """Create, get, list and delete a task's webhook through the SDK's own gRPC stub; the
+    credentials never come back in clear; an unknown task or config is NOT_FOUND."""
+    async with (
+        LiveServer(grpc_hub(push_allow_hosts="127.0.0.1")) as live,
+        grpc.aio.insecure_channel(grpc_address(live)) as channel,
+    ):
+        stub = a2a_pb2_grpc.A2AServiceStub(channel)
+        sent = await stub.SendMessage(
+            SendMessageRequest(tenant="pizza", message=user("a pizza please"))
         )
-    code, info = error_of(caught.value)
-    assert code == grpc.StatusCode.FAILED_PRECONDITION
-    assert info.reason == "PUSH_NOTIFICATION_NOT_SUPPORTED"
+        task_id = sent.task.id
+        assert sent.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        hook = "http://127.0.0.1:9/hook"
+        config = TaskPushNotificationConfig(tenant="pizza", task_id=task_id, url=hook)
+        config.token = "tok-1"
+        config.authentication.scheme = "Bearer"
+        config.authentication.credentials = "s3cret"
+        made = await stub.CreateTaskPushNotificationConfig(config)
+        assert made.id and made.task_id == task_id and made.url == hook
+        assert made.authentication.scheme == "Bearer"
+        assert "s3cret" not in made.SerializeToString().decode("latin-1")
+        got = await stub.GetTaskPushNotificationConfig(
+            GetTaskPushNotificationConfigRequest(tenant="pizza", task_id=task_id, id=made.id)
+        )
+        assert got.id == made.id and got.url == hook
+        listed = await stub.ListTaskPushNotificationConfigs(
+            ListTaskPushNotificationConfigsRequest(tenant="pizza", task_id=task_id)
+        )
+        assert [c.id for c in listed.configs] == [made.id]
+        await stub.DeleteTaskPushNotificationConfig(
+            DeleteTaskPushNotificationConfigRequest(tenant="pizza", task_id=task_id, id=made.id)
+        )
+        listed = await stub.ListTaskPushNotificationConfigs(
+            ListTaskPushNotificationConfigsRequest(tenant="pizza", task_id=task_id)
+        )
+        assert list(listed.configs) == []
+        for call in (
+            stub.GetTaskPushNotificationConfig(
+                GetTaskPushNotificationConfigRequest(tenant="pizza", task_id=task_id, id=made.id)
+            ),
+            stub.ListTaskPushNotificationConfigs(
+                ListTaskPushNotificationConfigsRequest(tenant="pizza", task_id="no-such-task")
+            ),
+        ):
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await call
+            assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+        # a loopback webhook without the allow-list is refused, naming the reason
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.CreateTaskPushNotificationConfig(
+                TaskPushNotificationConfig(tenant="pizza", task_id=task_id, url="http://10.0.0.1/h")
+            )
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_extended_card_is_refused_when_none_is_configured(stub: Any) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.GetExtendedAgentCard(GetExtendedAgentCardRequest(tenant="echo"))
     assert error_of(caught.value)[1].reason == "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
@@ -508,3 +560,81 @@ async def test_an_agent_added_later_is_served_over_grpc(live: LiveServer, stub: 
         await stub.GetTask(GetTaskRequest(tenant="late", id=answer.task.id))
     code, info = error_of(caught.value)
     assert code == grpc.StatusCode.NOT_FOUND and info.reason == "AGENT_NOT_FOUND"
+
+
+# --- API keys ------------------------------------------------------------------------------
+
+
+async def test_api_keys_over_grpc(tmp_path: Any) -> None:
+    """Keys in metadata (x-api-key, authorization: Bearer): UNAUTHENTICATED without or with a
+    bad one, PERMISSION_DENIED for another agent's or a read-only key; callers see only
+    their own tasks; an open agent needs no key."""
+    specs = [
+        AgentSpec(id="locked", auth="api-key"),
+        AgentSpec(id="other", auth="api-key"),
+        AgentSpec(id="open"),
+    ]
+    config = Settings.from_flat(
+        agents=specs,
+        store="memory://",
+        registry=f"sqlite:///{tmp_path}/registry.db",
+        grpc_port=0,
+    )
+    async with LiveServer(Hub(config, store=MemoryStore())) as live:
+        registry = live.hub.registry
+        assert registry is not None
+        alice, _ = await registry.create_key(agents=["locked"], principal="alice")
+        bob, _ = await registry.create_key(agents=["locked"], principal="bob")
+        elsewhere, _ = await registry.create_key(agents=["other"])
+        reader, _ = await registry.create_key(agents=["locked"], scopes=["read-all"])
+
+        async with grpc.aio.insecure_channel(grpc_address(live)) as channel:
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+
+            async def send(agent: str, *metadata: tuple[str, str]) -> Any:
+                request = SendMessageRequest(tenant=agent, message=user("hi"))
+                return await stub.SendMessage(request, metadata=metadata)
+
+            for metadata, code, reason in (
+                ((), grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"),
+                ((("x-api-key", "a2ah_nope"),), grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"),
+                ((("authorization", "Bearer wrong"),), grpc.StatusCode.UNAUTHENTICATED,
+                 "UNAUTHENTICATED"),
+                ((("x-api-key", elsewhere),), grpc.StatusCode.PERMISSION_DENIED,
+                 "PERMISSION_DENIED"),
+                ((("x-api-key", reader),), grpc.StatusCode.PERMISSION_DENIED,
+                 "PERMISSION_DENIED"),
+            ):  # fmt: skip
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await send("locked", *metadata)
+                got, info = error_of(refused.value)
+                assert (got, info.reason) == (code, reason), metadata
+
+            answer = await send("locked", ("x-api-key", alice))
+            task_id = answer.task.id
+            assert answer.task.status.state == TaskState.TASK_STATE_COMPLETED
+            mine = await stub.GetTask(
+                GetTaskRequest(tenant="locked", id=task_id),
+                metadata=(("authorization", f"Bearer {alice}"),),
+            )
+            assert mine.id == task_id
+            # bob gets exactly what an unknown id gets
+            codes = []
+            for some in (task_id, "no-such-task"):
+                with pytest.raises(grpc.aio.AioRpcError) as hidden:
+                    await stub.GetTask(
+                        GetTaskRequest(tenant="locked", id=some), metadata=(("x-api-key", bob),)
+                    )
+                codes.append((hidden.value.code(), error_of(hidden.value)[1].reason))
+            assert codes[0] == codes[1] == (grpc.StatusCode.NOT_FOUND, "TASK_NOT_FOUND")
+            listed = await stub.ListTasks(
+                ListTasksRequest(tenant="locked"), metadata=(("x-api-key", bob),)
+            )
+            assert list(listed.tasks) == []
+            # the read-all key reads it
+            seen = await stub.GetTask(
+                GetTaskRequest(tenant="locked", id=task_id), metadata=(("x-api-key", reader),)
+            )
+            assert seen.id == task_id
+            # an open agent: no key needed
+            assert (await send("open")).task.status.state == TaskState.TASK_STATE_COMPLETED

@@ -66,7 +66,7 @@ class NumberingMiddleware(CallerMiddleware):
         self.seen = seen
 
     async def identify(self, scope: Scope) -> Caller:
-        caller = Caller(principal=f"p{len(self.seen)}", scopes=frozenset({"read-all"}))
+        caller = Caller(principal=f"p{len(self.seen)}", scopes=frozenset({"invoke", "read-all"}))
         self.seen.append(caller)
         return caller
 

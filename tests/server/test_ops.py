@@ -48,7 +48,7 @@ async def running(hub: Hub, **kwargs: Any) -> AsyncIterator[httpx.AsyncClient]:
     app: Starlette = create_app(hub, **kwargs)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://hub.test") as c:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
             yield c
 
 
@@ -92,6 +92,12 @@ async def test_metrics_move_with_traffic_on_each_binding() -> None:
         async with c.stream("POST", "/a2a/echo/message:stream", json=send_params("d")) as s:
             got = [f async for f in frames(s)]
         assert got
+        # a resume after the first event replays the rest from the log
+        task_id = got[0].data["task"]["id"]
+        resume = {"Last-Event-ID": "1"}
+        async with c.stream("GET", f"/a2a/echo/tasks/{task_id}:subscribe", headers=resume) as s:
+            again = [f async for f in frames(s)]
+        assert [f.id for f in again] == [f.id for f in got[1:]]
         after = await scrape(c)
         for _ in range(100):  # the task watcher reads the feed in its own task
             done = "a2a_tasks_total"
@@ -112,8 +118,9 @@ async def test_metrics_move_with_traffic_on_each_binding() -> None:
     assert moved(hist, route=route + "/tasks/{task_id}", binding="rest", status="404") == 1
     # the stream is timed by its own metrics, not the request histogram
     assert moved(hist, route=route + "/message:stream") == 0
-    assert moved("a2a_sse_stream_duration_seconds_count") == 1
-    assert moved("a2a_sse_events_sent_total") == len(got)
+    assert moved("a2a_sse_stream_duration_seconds_count") == 2
+    assert moved("a2a_sse_events_sent_total") == len(got) + len(again)
+    assert moved("a2a_stream_events_replayed_total") == len(again)
     assert value(after, "a2a_sse_streams_open") == value(before, "a2a_sse_streams_open")
     assert moved("a2a_errors_total", binding="jsonrpc", code="-32601") == 1
     assert moved("a2a_errors_total", binding="rest", reason="TASK_NOT_FOUND") == 1

@@ -321,7 +321,7 @@ async def test_a_stalled_subscriber_does_not_hold_anyone_back(
         task_id.encode()
     )
     sock.sendall(
-        b"POST /a2a/big HTTP/1.1\r\nHost: x\r\nA2A-Version: 1.0\r\nLast-Event-ID: 0\r\n"
+        b"POST /a2a/big HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\nLast-Event-ID: 0\r\n"
         b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
     )
     try:

@@ -3,51 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime
 from typing import Any
 
 import pytest
 import websockets
 
-from a2a_hub import AgentExecutor, Hub, RequestContext, TaskUpdater
+from a2a_hub import Hub, metrics
 from a2a_hub.stores.base import TaskQuery
-from tests.support.agents import ChattyExecutor, SlowExecutor
+from tests.support.agents import ChattyExecutor, ProgressAgent, SlowExecutor, ToolAgent
 from tests.support.hub import LiveServer
-
-
-class ToolAgent(AgentExecutor):
-    """Asks the client for its time zone, then answers with it."""
-
-    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
-        await updater.start()
-        result = ctx.tool_response()
-        if result is None:
-            await updater.call_client_tool("time_zone", {"why": "greeting"}, text="need tz")
-            return
-        await updater.artifact(f"your zone is {result['data']['zone']}", name="reply")
-        await updater.complete()
-
-
-class ProgressAgent(AgentExecutor):
-    """Reports progress, shows a server-side tool run, cites sources, completes."""
-
-    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
-        from a2a_hub.protocol.types import Part
-
-        await updater.start()
-        await updater.working("reading documents", progress=0.5)
-        call = {"kind": "tool_call", "tool_call_id": "c1", "tool_id": "search",
-                "params": {"q": "x"}}  # fmt: skip
-        await updater.working([Part(data=call)])
-        done = {"kind": "tool_response", "tool_call_id": "c1",
-                "result": {"status": "success", "data": {"hits": 1}}}  # fmt: skip
-        await updater.working([Part(data=done)])
-        sources = [{"title": "Doc A", "url": "https://a.example", "snippet": "alpha"}]
-        await updater.artifact("the answer", name="a", metadata={"sources": sources})
-        await updater.complete()
+from tests.support.ws import connect, iso, recv, send, terminal, until, ws_url
 
 
 @pytest.fixture
@@ -68,49 +35,13 @@ async def server(hub_factory: Callable[..., Hub]) -> AsyncIterator[LiveServer]:
         yield live
 
 
-def connect(url: str) -> Any:
-    """A client that reads on while closing (a dropped socket leaves unread events)."""
-    return websockets.connect(url, max_queue=None, close_timeout=2)
-
-
-def ws_url(server: LiveServer, agent: str | None) -> str:
-    base = server.url.replace("http://", "ws://")
-    return f"{base}/ws" if agent is None else f"{base}/a2a/{agent}/ws"
-
-
-async def recv(ws: Any) -> dict[str, Any]:
-    event: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 20))
-    return event
-
-
-async def until(ws: Any, pred: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
-    seen = []
-    while True:
-        event = await recv(ws)
-        seen.append(event)
-        if pred(event):
-            return seen
-
-
-def terminal(event: dict[str, Any]) -> bool:
-    return event["event"] == "task_status_update" and event["status"] in (
-        "completed", "failed", "canceled", "input-required",
-    )  # fmt: skip
-
-
-def iso(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-async def send(ws: Any, **frame: Any) -> None:
-    await ws.send(json.dumps(frame))
-
-
 async def test_send_message_streams_and_completes(server: LiveServer) -> None:
+    sent_before = metrics.WEBSOCKET_EVENTS.values.get((), 0.0)
     async with connect(ws_url(server, "echo")) as ws:
         mid = str(uuid.uuid4())
         await send(ws, action="send_message", message_id=mid, text="hola")
         events = await until(ws, terminal)
+    assert metrics.WEBSOCKET_EVENTS.values.get((), 0.0) - sent_before >= len(events)
     kinds = [e["event"] for e in events]
     assert "content_stream" in kinds and "message_completed" in kinds
     for e in events:

@@ -254,7 +254,7 @@ async def test_a_hub_passes_its_llm_settings_to_llm_agents() -> None:
     await hub.start()
     try:
         transport = httpx.ASGITransport(app=create_app(hub))
-        async with httpx.AsyncClient(transport=transport, base_url="http://hub.test") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
             message = {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hello"}]}
             reply = await http.post(
                 "/a2a/helper",

@@ -817,9 +817,11 @@ async def test_outbox_lease_expiry_hands_a_claim_over(store: Store, agent_id: st
 async def test_outbox_retry_dead_and_requeue(store: Store, agent_id: str) -> None:
     task = make_task("t-dead")
     await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    pending, dead_before = await store.outbox_size()  # a shared store may hold others' too
     await store.add_deliveries(
         [delivery(agent_id, task.id, "a", 2), delivery(agent_id, task.id, "a", 3)]
     )
+    assert await store.outbox_size() == (pending + 2, dead_before)
     now = time.time()
     (head,) = await claim_mine(store, agent_id, now)
     head.attempts, head.due, head.first_failure, head.last_error = 1, now + 60, now, "HTTP 500"
@@ -831,11 +833,13 @@ async def test_outbox_retry_dead_and_requeue(store: Store, agent_id: str) -> Non
     await store.update_delivery(retried)
     (next_one,) = await claim_mine(store, agent_id, now + 61)  # dead: no longer holds it back
     assert next_one.seq == 3
+    assert await store.outbox_size() == (pending + 1, dead_before + 1)
     dead = [d for d in await store.dead_deliveries() if d.agent_id == agent_id]
     assert [(d.seq, d.attempts, d.last_error) for d in dead] == [(2, 1, "HTTP 500")]
     assert await store.requeue_deliveries([dead[0].id]) == 1
     assert [d for d in await store.dead_deliveries() if d.agent_id == agent_id] == []
     await store.finish_delivery(next_one)
+    assert await store.outbox_size() == (pending + 1, dead_before)
     (requeued,) = await claim_mine(store, agent_id, time.time() + 1)
     assert requeued.seq == 2 and requeued.attempts == 0
 
@@ -850,6 +854,54 @@ async def test_outbox_concurrent_claims_never_share(harness: StoreHarness, agent
     a, b = await asyncio.gather(claim_mine(store, agent_id, now), claim_mine(other, agent_id, now))
     ids_a, ids_b = {d.id for d in a}, {d.id for d in b}
     assert not ids_a & ids_b and len(ids_a | ids_b) == 20
+
+
+async def test_outbox_a_round_reads_its_sources_and_settles_at_once(
+    store: Store, agent_id: str
+) -> None:
+    task = make_task("t-round")
+    other = make_task("t-round-2")
+    await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    await store.save_task(agent_id, other, [snapshot_event(1, other)])
+    await store.set_push_config(agent_id, task.id, push_config("a"))
+    await store.set_push_config(agent_id, other.id, push_config("b", url="https://b.example/h"))
+    working = with_state(task, TaskState.WORKING)
+    status = status_event(2, task, TaskState.WORKING)
+    await store.save_task(
+        agent_id, working, [status], deliveries=[delivery(agent_id, task.id, "a", 2)]
+    )
+    await store.add_deliveries(
+        [
+            delivery(agent_id, other.id, "b", 1, snap=True),
+            delivery(agent_id, other.id, "gone", 1),  # no such config
+            delivery(agent_id, task.id, "a", 9),  # no such event
+        ]
+    )
+    now = time.time()
+    claimed = await claim_mine(store, agent_id, now)
+    assert len(claimed) == 3  # (a, 2) holds back (a, 9)
+    sources = await store.delivery_sources(claimed)
+    by_id = {d.config_id: s for d, s in zip(claimed, sources, strict=True)}
+    assert by_id["a"].config == push_config("a") and by_id["a"].event == status.event
+    assert by_id["b"].config is not None and by_id["b"].config.url == "https://b.example/h"
+    assert by_id["b"].event is None  # a snapshot delivery has no event
+    assert by_id["gone"] == (None, None)
+    # one call: the sent one leaves, the failed one is rescheduled, the dead one kept
+    sent = next(d for d in claimed if d.config_id == "a")
+    retry = next(d for d in claimed if d.config_id == "b")
+    dead = next(d for d in claimed if d.config_id == "gone")
+    retry.attempts, retry.due, retry.last_error = 1, now + 60, "HTTP 503"
+    dead.dead, dead.last_error = True, "unsafe"
+    await store.settle_deliveries([sent], [retry, dead])
+    (nine,) = await claim_mine(store, agent_id, now, lease=100)  # (a, 2) went: (a, 9) next
+    assert nine.seq == 9
+    assert (await store.delivery_sources([nine]))[0] == (push_config("a"), None)
+    (later,) = await claim_mine(store, agent_id, now + 61)
+    assert later.config_id == "b" and later.attempts == 1 and later.last_error == "HTTP 503"
+    assert [d.last_error for d in await store.dead_deliveries() if d.agent_id == agent_id] == [
+        "unsafe"
+    ]
+    await store.settle_deliveries()  # nothing to do is fine
 
 
 async def test_meta_compare_and_swap(harness: StoreHarness) -> None:

@@ -113,3 +113,35 @@ async def test_wait_events_wakes_up_for_new_events(harness: StoreHarness, agent_
         assert loop.time() - started < 4
     finally:
         await stop(a, b)
+
+
+async def test_many_waiters_never_starve_the_store_or_the_leases(
+    harness: StoreHarness, agent_id: str
+) -> None:
+    """More followers than the store has pooled connections (Redis: 100) wait at once:
+    the store and lease renewal keep answering, and every follower wakes for its task."""
+    a, b = await pair(harness)
+    store: Store = harness.store
+    tasks = [make_task(f"task-{n}") for n in range(250)]
+    for task in tasks:
+        await store.save_task(agent_id, task, [TaskEvent(1, StreamResponse(task=task))])
+    try:
+        await asyncio.sleep(0.3)  # the listening connection, where there is one, is up
+        waiters = [
+            asyncio.ensure_future(b.wait_events(agent_id, task.id, after=1, wait=30))
+            for task in tasks
+        ]
+        await asyncio.sleep(0.3)  # all of them blocked (the local coordinator polls)
+        assert not b.shared or not any(w.done() for w in waiters)
+        await a.acquire_lease(agent_id, tasks[0].id, "instance-a", 5.0)
+        await b.renew_leases("instance-b", 5.0)
+        await a.renew_leases("instance-a", 5.0)
+        assert await b.lease_owner(agent_id, tasks[0].id) == "instance-a"
+        for task in tasks:
+            await store.save_task(agent_id, task, [status_event(2, task, TaskState.WORKING)])
+        await asyncio.wait_for(asyncio.gather(*waiters), 25)
+        # a follower behind what another one has seen returns at once
+        await asyncio.wait_for(b.wait_events(agent_id, tasks[0].id, after=0, wait=30), 25)
+    finally:
+        await a.release_lease(agent_id, tasks[0].id, "instance-a")
+        await stop(a, b)

@@ -203,7 +203,7 @@ async def test_a_new_database_gets_the_current_schema(database: Database) -> Non
     version, columns, indexes = await schema_of(database)
     assert version == SCHEMA_VERSION
     assert "owner" in columns
-    assert "ix_a2a_tasks_owner" in indexes
+    assert {"ix_a2a_tasks_owner", "ix_a2a_tasks_state"} <= indexes
 
 
 async def test_a_version_2_database_is_migrated_and_keeps_its_tasks(database: Database) -> None:
@@ -233,7 +233,7 @@ async def test_a_version_2_database_is_migrated_and_keeps_its_tasks(database: Da
     version, columns, indexes = await schema_of(database)
     assert version == SCHEMA_VERSION
     assert "owner" in columns
-    assert "ix_a2a_tasks_owner" in indexes
+    assert {"ix_a2a_tasks_owner", "ix_a2a_tasks_state"} <= indexes
 
     # Opening the migrated database again changes nothing.
     again = database.store()
@@ -343,4 +343,71 @@ async def test_postgresql_a_save_the_database_refuses_fails_alone() -> None:
     finally:
         for task in good:
             await store.delete_task(agent_id, task.id)
+        await store.close()
+
+
+@pytest.mark.parametrize(
+    ("where", "index"),
+    [
+        ("state = 'TASK_STATE_COMPLETED'", "ix_a2a_tasks_state"),
+        ("context_id = 'ctx-1'", "ix_a2a_tasks_context"),
+    ],
+)
+async def test_filtered_lists_read_their_index(database: Database, where: str, index: str) -> None:
+    """ListTasks filtered by status or context, and its count, read that filter's index in
+    page order (v8), not the agent's tasks in order (issue 18 item 11)."""
+    store = database.store()
+    await store.open()
+    try:
+        for i in range(30):
+            state = TaskState.WORKING if i % 3 else TaskState.COMPLETED
+            task = with_state(make_task(f"t{i:02d}", f"ctx-{i % 3}", state), state)
+            await store.save_task("agent", task, [snapshot_event(1, task)])
+        page = await store.list_tasks("agent", TaskQuery(state=TaskState.COMPLETED, page_size=4))
+        assert page.total_size == 10 and len(page.tasks) == 4
+    finally:
+        await store.close()
+    engine = database.engine()
+    where = f"agent_id = 'agent' AND {where}"
+    page_sql = (
+        f"SELECT updated_at, task_id FROM a2a_tasks WHERE {where} "
+        "ORDER BY updated_at DESC, task_id DESC LIMIT 5"
+    )
+    count_sql = f"SELECT count(*) FROM a2a_tasks WHERE {where}"
+    try:
+        async with engine.connect() as conn:
+            plans = []
+            for sql in (page_sql, count_sql):
+                if conn.dialect.name == "sqlite":
+                    rows = await conn.execute(text(f"EXPLAIN QUERY PLAN {sql}"))
+                    plans.append(" ".join(str(r[-1]) for r in rows))
+                else:  # the planner may scan a small table anyway: ask whether it can use it
+                    await conn.execute(text("SET enable_seqscan = off"))
+                    rows = await conn.execute(text(f"EXPLAIN {sql}"))
+                    plans.append(" ".join(str(r[0]) for r in rows))
+    finally:
+        await engine.dispose()
+    for plan in plans:
+        assert index in plan, plan
+    assert "TEMP B-TREE" not in plans[0] and "Sort" not in plans[0].split("Index")[0], plans[0]
+
+
+async def test_later_pages_repeat_the_first_pages_total(database: Database) -> None:
+    """totalSize is counted for the first page; the page token carries it to later pages,
+    which do not count again (tasks saved meanwhile show in the next first page)."""
+    store = database.store()
+    await store.open()
+    try:
+        for i in range(7):
+            task = make_task(f"t{i}")
+            await store.save_task("agent", task, [snapshot_event(1, task)])
+        first = await store.list_tasks("agent", TaskQuery(page_size=3))
+        assert first.total_size == 7
+        late = make_task("late")
+        await store.save_task("agent", late, [snapshot_event(1, late)])
+        token = first.next_page_token
+        second = await store.list_tasks("agent", TaskQuery(page_size=3, page_token=token))
+        assert second.total_size == 7
+        assert (await store.list_tasks("agent", TaskQuery(page_size=3))).total_size == 8
+    finally:
         await store.close()

@@ -91,12 +91,19 @@ class ChattyExecutor(AgentExecutor):
     """
 
     def __init__(
-        self, chunks: int = 997, size: int = 8, pause_every: int = 25, delay: float = 0.0
+        self,
+        chunks: int = 997,
+        size: int = 8,
+        pause_every: int = 25,
+        delay: float = 0.0,
+        pause: float | None = None,
     ) -> None:
         self.chunks = int(chunks)
         self.size = int(size)
         self.pause_every = int(pause_every)
         self.delay = float(delay)
+        #: Seconds of each pause (default: 2 ms, or none when it pauses after every chunk).
+        self.pause = float(pause) if pause is not None else None
 
     async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         await updater.start()
@@ -107,7 +114,10 @@ class ChattyExecutor(AgentExecutor):
                 text, artifact_id="out", name="out", append=i > 0, last_chunk=i == self.chunks - 1
             )
             if self.pause_every and i % self.pause_every == 0:
-                await asyncio.sleep(0.002 if self.pause_every > 1 else 0)
+                pause = self.pause
+                if pause is None:
+                    pause = 0.002 if self.pause_every > 1 else 0
+                await asyncio.sleep(pause)
         await updater.complete()
 
 
@@ -147,6 +157,77 @@ class Ticker(AgentExecutor):
             last = i == self.ticks - 1
             await updater.artifact(f"{i};", artifact_id="t", append=i > 0, last_chunk=last)
         await updater.complete("done")
+
+
+class ToolAgent(AgentExecutor):
+    """Asks the client for its time zone (a client-side tool), then answers with it."""
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        result = ctx.tool_response()
+        if result is None:
+            await updater.call_client_tool("time_zone", {"why": "greeting"}, text="need tz")
+            return
+        await updater.artifact(f"your zone is {result['data']['zone']}", name="reply")
+        await updater.complete()
+
+
+class ProgressAgent(AgentExecutor):
+    """Reports progress, shows a server-side tool run, cites sources, completes."""
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        from a2a_hub.protocol.types import Part
+
+        await updater.start()
+        await updater.working("reading documents", progress=0.5)
+        call = {"kind": "tool_call", "tool_call_id": "c1", "tool_id": "search",
+                "params": {"q": "x"}}  # fmt: skip
+        await updater.working([Part(data=call)])
+        done = {"kind": "tool_response", "tool_call_id": "c1",
+                "result": {"status": "success", "data": {"hits": 1}}}  # fmt: skip
+        await updater.working([Part(data=done)])
+        sources = [{"title": "Doc A", "url": "https://a.example", "snippet": "alpha"}]
+        await updater.artifact("the answer", name="a", metadata={"sources": sources})
+        await updater.complete()
+
+
+class Drip(AgentExecutor):
+    """Streams ``chunks`` chunks (``000000..``, ``000001..``), one every ``interval`` seconds."""
+
+    def __init__(self, chunks: int = 30, interval: float = 0.1) -> None:
+        self.chunks = int(chunks)
+        self.interval = float(interval)
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        for i in range(self.chunks):
+            await updater.artifact(f"{i:06d}".ljust(8, "."), artifact_id="a", append=i > 0)
+            await asyncio.sleep(self.interval)
+        await updater.complete()
+
+
+class Tap(AgentExecutor):
+    """Streams numbered chunks, one every ``interval`` seconds, until ``stop`` is set.
+
+    The task lasts as long as the test needs it (not as long as a machine takes to get
+    somewhere), then completes; ``chunks`` is how many it wrote.
+    """
+
+    def __init__(self, interval: float = 0.002, limit: int = 200_000) -> None:
+        self.interval = float(interval)
+        self.limit = int(limit)
+        self.stop = asyncio.Event()
+        self.chunks = 0
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        self.chunks = 0
+        while not self.stop.is_set() and self.chunks < self.limit:
+            first = self.chunks == 0
+            await updater.artifact(f"{self.chunks:06d}.", artifact_id="t", append=not first)
+            self.chunks += 1
+            await asyncio.sleep(self.interval)
+        await updater.complete()
 
 
 class Counted(AgentExecutor):

@@ -7,6 +7,9 @@ from typing import Any
 from a2a_hub import AgentExecutor, AgentSpec, Hub, Settings, create_app
 from a2a_hub.stores.memory import MemoryStore
 
+#: The host names of the tests' in-process clients (``base_url="http://hub.test"``).
+TEST_HOSTS = ["hub.test", "h", "testserver"]
+
 
 def make_hub(
     agents: dict[str, AgentExecutor | str] | None = None,
@@ -16,8 +19,11 @@ def make_hub(
 ) -> Hub:
     """A hub over a memory store; values are executors or built-in kinds ('echo').
 
-    ``settings`` are flat keys (``max_body_bytes=2048``, ``sse_heartbeat=0.3``).
+    ``settings`` are flat keys (``max_body_bytes=2048``, ``sse_heartbeat=0.3``).  The
+    in-process clients of the tests call the hub as ``http://hub.test`` or ``http://h``:
+    those names are trusted besides the default ones unless ``trusted_hosts`` is given.
     """
+    settings.setdefault("trusted_hosts", [*TEST_HOSTS, "localhost", "127.0.0.1"])
     agents = agents if agents is not None else {"echo": "echo"}
     specs, executors = [], {}
     for agent_id, what in agents.items():
@@ -37,17 +43,20 @@ def make_hub(
 class LiveServer:
     """A real uvicorn server of a hub on a loopback socket, in the test's event loop."""
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, port: int = 0) -> None:
+        """``port`` 0 takes a free one; a fixed port lets a second server replace a first."""
         import socket
 
         import uvicorn
 
         self.hub = hub
         self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(create_app(hub), log_level="warning", lifespan="on")
+        self.app = create_app(hub)
+        config = uvicorn.Config(self.app, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)
 
     async def __aenter__(self) -> LiveServer:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from a2a_hub import Hub
+from a2a_hub import Hub, metrics
 from a2a_hub.client import A2AClient
 from a2a_hub.engine.executor import text_of
 from a2a_hub.protocol.types import Role, Task, TaskState
@@ -79,8 +79,14 @@ async def ask(live: LiveServer, agent: str, text: str) -> Task:
 async def test_an_llm_agent_calls_both_tools_and_answers_with_their_results(
     live: LiveServer, agent: str
 ) -> None:
+    def calls() -> float:
+        labels = {"tool": "add", "outcome": "ok"}
+        return metrics.REGISTRY.get_sample_value("a2a_tool_calls_total", labels) or 0.0
+
+    before = calls()
     task = await ask(live, agent, ASK)
     assert task.status.state is TaskState.COMPLETED
+    assert calls() == before + 1
     assert task.status.message is not None
     assert text_of(task.status.message.parts) == (
         "[scripted] Tool results: add → 5; shout → HELLO!"

@@ -14,16 +14,21 @@ of that agent, visible at its ``/a2a/{id}``); remote ones through our A2A client
 :mod:`a2a_hub.agents.peer`).  While a composite runs, a ``working`` status says which
 child is working (message metadata ``child``, ``step``, ``iteration``) and the children's
 own progress messages pass through (metadata ``child``).  Every child's result becomes an
-artifact named after the child.  Cancelling the composite cancels every running child.
+artifact named after the child.  Cancelling the composite cancels every running child, and
+the child a paused chain waits on.
 
 * ``sequential`` — each child gets the previous child's output (the first gets the
   client's message).  A child that asks for input pauses the chain: the composite asks the
   client the child's question (``input-required``), and the client's answer goes to that
   child and the chain resumes where it stopped.  A failing child fails the composite.
 * ``parallel`` — the children get the client's message at once.  ``on_failure = "fail"``
-  (default): the first child that fails (or asks for input, which a parallel run cannot
-  relay) cancels the others and fails the whole; ``"report"``: every child runs to its
-  end, failures are reported in their artifacts and the composite completes.
+  (default): the first child that fails cancels the others and fails the whole;
+  ``"report"``: every child runs to its end, failures are reported in their artifacts and
+  the composite completes.  A child that asks for input is not a failure: once the others
+  are done the composite asks the client that child's question (``input-required``,
+  ``<child> asks: …``, metadata ``child``); the answer goes to that child's task, and when
+  no child waits any more the composite completes (several waiting children are asked
+  one after the other, in the order of the children).
 * ``loop`` — runs its children in order, again and again, each getting the previous
   output, until a child's output carries the data part ``{"done": true}`` (an ``llm``
   child with ``exit_tool = true`` does so when its model calls ``exit``) or
@@ -44,15 +49,17 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from a2a_hub.agents._memo import recall, stamp
 from a2a_hub.agents._options import unknown_options
 from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.peer import LocalPeer, Outcome, Peer, PeerError, RemotePeer, run_turn
 from a2a_hub.agents.remote import flag
 from a2a_hub.client import user_message
-from a2a_hub.engine.caller import ANONYMOUS
-from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater
-from a2a_hub.protocol.types import Message, Part, StreamResponse, TaskState
+from a2a_hub.engine.caller import ANONYMOUS, Caller
+from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater, text_of
+from a2a_hub.protocol.types import Message, Part, StreamResponse, Task, TaskState
 
 __all__ = [
     "MEMO",
@@ -161,6 +168,9 @@ class CompositeExecutor(AgentExecutor):
 
     def peer(self, child: ChildSpec, ctx: RequestContext) -> Peer:
         """The peer of a child (a hosted agent looked up now, or a remote one)."""
+        return self._peer(child, ctx.agent_id, getattr(ctx, "caller", ANONYMOUS))
+
+    def _peer(self, child: ChildSpec, agent_id: str | None, caller: Caller) -> Peer:
         if child.url is not None:
             remote = self._remotes.get(child.name)
             if remote is None:
@@ -174,13 +184,13 @@ class CompositeExecutor(AgentExecutor):
                 )
             return remote
         assert child.agent is not None
-        if child.agent == ctx.agent_id:
-            raise PeerError(f"agent {ctx.agent_id!r} cannot be its own child")
+        if child.agent == agent_id:
+            raise PeerError(f"agent {agent_id!r} cannot be its own child")
         engine = self.links.agents(child.agent)
         if engine is None:
             known = ", ".join(self.links.agent_ids()) or "none"
             raise PeerError(f"no hosted agent {child.agent!r} (agents here: {known})")
-        return LocalPeer(child.name, engine, getattr(ctx, "caller", ANONYMOUS))
+        return LocalPeer(child.name, engine, caller)
 
     async def child_turn(
         self,
@@ -253,6 +263,21 @@ class CompositeExecutor(AgentExecutor):
         self._canceling.add(ctx.task_id)
         running = list(self._running.get(ctx.task_id, {}).values())
         await asyncio.gather(*(self._cancel_child(p, t) for p, t in running))
+
+    async def cancel_waiting(self, task: Task) -> None:
+        """The composite's task, paused on a child's question, was canceled: cancel the
+        child task that waits (named in the question's metadata)."""
+        memo = recall([task.status.message], MEMO) if task.status.message else None
+        pending = (memo or {}).get("pending") or {}
+        for held in pending.get("waiting") or [pending]:  # parallel: several may wait
+            child = next((c for c in self.children if c.name == held.get("child")), None)
+            if child is None or not held.get("taskId"):
+                continue
+            try:
+                peer = self._peer(child, None, ANONYMOUS)
+            except PeerError:
+                continue  # the child agent is gone: nothing waits any more
+            await self._cancel_child(peer, str(held["taskId"]))
 
     def finish(self, ctx: RequestContext) -> None:
         """Forget the task's bookkeeping (call when ``execute`` ends)."""
@@ -416,6 +441,12 @@ class ParallelExecutor(CompositeExecutor):
     async def _run(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         memo = recall(await ctx.context_history(), MEMO) or {}
         contexts: dict[str, str] = dict(memo.get("contexts") or {})
+        if ctx.task is not None and ctx.task.status.message is not None:
+            held = (recall([ctx.task.status.message], MEMO) or {}).get("pending") or {}
+            if held.get("waiting"):
+                await updater.start()
+                await self._answer(ctx, updater, contexts, held)
+                return
         await updater.start()
         names = ", ".join(c.name for c in self.children)
         await updater.working(f"running {names} at once")
@@ -429,8 +460,8 @@ class ParallelExecutor(CompositeExecutor):
                 self.child_turn(ctx, updater, child, message, {"step": i + 1})
             )
             jobs[job] = (i, child)
-        failures: list[str] = []
-        answered = 0
+        tally = _Tally()
+        failure: str | None = None
         try:
             pending = set(jobs)
             while pending:
@@ -442,40 +473,135 @@ class ParallelExecutor(CompositeExecutor):
                         contexts[child.name] = outcome.context_id
                     if self.canceled(ctx):
                         return
-                    if problem is not None:
-                        waiting = _waiting_task(outcome)
-                        if waiting is not None:  # nobody will answer it: end the child's task
-                            await self.peer(child, ctx).cancel(waiting)
-                        if self.on_failure == "fail":
-                            await updater.fail(
-                                _memo_message(updater, problem, {"contexts": contexts})
-                            )
-                            return
-                        failures.append(problem)
-                        await updater.artifact(
-                            problem,
-                            name=child.name,
-                            artifact_id=f"parallel-{i + 1}-{child.name}",
-                            metadata={"child": child.name, "state": "failed"},
-                        )
-                        continue
-                    assert outcome is not None
-                    answered += 1
-                    await updater.artifact(
-                        outcome.parts or [Part(text="")],
-                        name=child.name,
-                        artifact_id=f"parallel-{i + 1}-{child.name}",
-                        metadata={"child": child.name},
+                    failure = await self._settle(
+                        ctx, updater, contexts, tally, i, child, problem, outcome
                     )
+                    if failure is not None:
+                        pending = set()
+                        break
         finally:
+            # the other children stop (their tasks end canceled) before the composite ends
             for job in jobs:
                 if not job.done():
                     job.cancel()
             await asyncio.gather(*jobs, return_exceptions=True)
-        summary = f"{answered} of {len(self.children)} children answered"
-        if failures:
-            summary += "; " + "; ".join(failures)
+        if failure is not None:  # fail-fast: waiting children end too, then the whole fails
+            await self._cancel_waiting_children(ctx, tally)
+            await updater.fail(_memo_message(updater, failure, {"contexts": contexts}))
+            return
+        await self._next(updater, contexts, tally)
+
+    async def _settle(
+        self,
+        ctx: RequestContext,
+        updater: TaskUpdater,
+        contexts: dict[str, str],
+        tally: _Tally,
+        i: int,
+        child: ChildSpec,
+        problem: str | None,
+        outcome: Outcome | None,
+    ) -> str | None:
+        """Account for one child's turn; the problem that fails the composite (fail-fast),
+        else ``None``."""
+        artifact_id = f"parallel-{i + 1}-{child.name}"
+        waiting = _waiting_task(outcome)
+        if problem is None and waiting is not None:
+            assert outcome is not None  # a child's question: asked once the others are done
+            question = text_of(outcome.message.parts) if outcome.message else ""
+            tally.waiting.append(
+                {"child": child.name, "index": i, "taskId": waiting, "question": question}
+            )
+            return None
+        if problem is not None:
+            if self.on_failure == "fail":
+                return problem
+            tally.failures.append(problem)
+            await updater.artifact(
+                problem,
+                name=child.name,
+                artifact_id=artifact_id,
+                metadata={"child": child.name, "state": "failed"},
+            )
+            return None
+        assert outcome is not None
+        tally.answered += 1
+        await updater.artifact(
+            outcome.parts or [Part(text="")],
+            name=child.name,
+            artifact_id=artifact_id,
+            metadata={"child": child.name},
+        )
+        return None
+
+    async def _next(self, updater: TaskUpdater, contexts: dict[str, str], tally: _Tally) -> None:
+        """Ask the next waiting child's question, or complete with the summary."""
+        if tally.waiting:
+            first = tally.waiting[0]
+            held = {"contexts": contexts, "pending": msgspec.to_builtins(tally)}
+            question = first["question"] or f"{first['child']} needs input"
+            ask = _memo_message(updater, f"{first['child']} asks: {question}", held)
+            ask.metadata = {**(ask.metadata or {}), "child": first["child"]}
+            await updater.require_input(ask)
+            return
+        summary = f"{tally.answered} of {len(self.children)} children answered"
+        if tally.failures:
+            summary += "; " + "; ".join(tally.failures)
         await updater.complete(_memo_message(updater, summary, {"contexts": contexts}))
+
+    async def _answer(
+        self, ctx: RequestContext, updater: TaskUpdater, contexts: dict[str, str], held: Any
+    ) -> None:
+        """The client answered the question of the first waiting child: pass it on."""
+        tally = msgspec.convert(held, _Tally)
+        first = tally.waiting.pop(0)
+        child = next((c for c in self.children if c.name == first["child"]), None)
+        if child is None:
+            await updater.fail(f"no child {first['child']!r} in this composite any more")
+            return
+        i = int(first["index"])
+        message = self.message_for(
+            list(ctx.message.parts),
+            {"input": ctx.text, "outputs": {}},
+            context_id=contexts.get(child.name),
+            task_id=first["taskId"],
+        )
+        job = asyncio.ensure_future(self.child_turn(ctx, updater, child, message, {"step": i + 1}))
+        await asyncio.wait([job])
+        if self.canceled(ctx):
+            return
+        problem, outcome = _problem(child.name, job)
+        if outcome is not None and outcome.context_id:
+            contexts[child.name] = outcome.context_id
+        again = _waiting_task(outcome) if problem is None else None
+        if again is not None:  # it asks again: its question goes first
+            assert outcome is not None
+            question = text_of(outcome.message.parts) if outcome.message else ""
+            tally.waiting.insert(0, {**first, "taskId": again, "question": question})
+        else:
+            failure = await self._settle(ctx, updater, contexts, tally, i, child, problem, outcome)
+            if failure is not None:  # fail-fast: no other child runs now; waiting ones end
+                await self._cancel_waiting_children(ctx, tally)
+                await updater.fail(_memo_message(updater, failure, {"contexts": contexts}))
+                return
+        await self._next(updater, contexts, tally)
+
+    async def _cancel_waiting_children(self, ctx: RequestContext, tally: _Tally) -> None:
+        """End the tasks of children left waiting for input (nobody will answer them)."""
+        for held in tally.waiting:
+            child = next((c for c in self.children if c.name == held["child"]), None)
+            if child is not None:
+                with contextlib.suppress(PeerError):
+                    await self.peer(child, ctx).cancel(str(held["taskId"]))
+        tally.waiting.clear()
+
+
+class _Tally(msgspec.Struct):
+    """Where a parallel run stands: answered, failures, children waiting for input."""
+
+    answered: int = 0
+    failures: list[str] = msgspec.field(default_factory=list)
+    waiting: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
 def _waiting_task(outcome: Outcome | None) -> str | None:
@@ -486,7 +612,8 @@ def _waiting_task(outcome: Outcome | None) -> str | None:
 
 
 def _problem(name: str, job: asyncio.Task[Outcome]) -> tuple[str | None, Outcome | None]:
-    """What went wrong with a child's turn (``None`` if it completed), and its outcome."""
+    """What went wrong with a child's turn (``None`` if it completed or asks for input),
+    and its outcome."""
     if job.cancelled():
         return f"{name} was canceled", None
     exc = job.exception()
@@ -496,7 +623,7 @@ def _problem(name: str, job: asyncio.Task[Outcome]) -> tuple[str | None, Outcome
     state = outcome.state
     if state is None or state is TaskState.COMPLETED:
         return None, outcome
-    reason = outcome.reason or "no reason given"
     if state.interrupted:
-        return f"{name} asked for input, which a parallel composite cannot relay: {reason}", outcome
+        return None, outcome  # a question, not a failure: the composite relays it
+    reason = outcome.reason or "no reason given"
     return f"{name} {state.label}: {reason}", outcome

@@ -2,7 +2,11 @@
 
 Every turn sends the instruction (as the system message), the messages of the
 earlier tasks of the same context and of this task, and the new message to the
-provider.  When the client streams, the reply is streamed as chunks of one
+provider.  When the hub keeps conversations (it has a registry), the earlier messages
+come from the conversation store, which holds every message of the context in order
+(immediate replies too, and turns whose tasks were deleted since), merged with the
+tasks' messages not recorded yet; only the conversation of the task's owner is used.
+When the client streams, the reply is streamed as chunks of one
 artifact; either way the task completes with the whole reply as its message, so
 it is in the history of the next turn.  A provider that keeps failing (timeouts,
 429, 5xx, after its retries) fails the task with the provider's message.
@@ -18,6 +22,14 @@ adds the built-in ``exit`` tool: calling it completes the task with the data par
 ``{"done": true}``, which ends a ``loop`` composite.  Only providers that can call tools
 take tools (``openai`` with a model that supports them, ``scripted``); the ``embedded``
 model cannot, and an agent configured so is refused with the reason.
+
+**Client-side tools.**  ``client_tools`` (names, or tables ``{name, description,
+parameters}``) are tools the *client* runs (the WebSocket's ``tool_call`` /
+``tool_response``, or any binding answering the data part).  When the model calls one,
+the agent asks the client through ``updater.call_client_tool`` (the task goes
+``input-required`` with the call) and keeps the loop's state (the model conversation, the
+calls still to run, the step) in that status message's metadata (``a2a-hub/llm-loop``);
+the client's ``tool_response`` continues the task and the loop goes on where it stopped.
 """
 
 from __future__ import annotations
@@ -25,6 +37,8 @@ from __future__ import annotations
 import inspect
 import time
 from typing import Any
+
+import msgspec
 
 from a2a_hub import metrics
 from a2a_hub.agents._options import NAMED, named_options
@@ -43,7 +57,58 @@ from a2a_hub.tools.base import (
     tool_response_data,
 )
 
-__all__ = ["LLMExecutor", "chat_messages", "check_provider_options", "listed"]
+__all__ = [
+    "LOOP_KEY",
+    "ClientTool",
+    "LLMExecutor",
+    "chat_messages",
+    "check_provider_options",
+    "listed",
+]
+
+#: Status-message metadata key of a tool loop paused on a client-side tool.
+LOOP_KEY = "a2a-hub/llm-loop"
+
+
+class ClientTool(Tool):
+    """A tool the client runs: offered to the model, asked of the client when called."""
+
+    def __init__(
+        self, name: str, description: str = "", parameters: dict[str, Any] | None = None
+    ) -> None:
+        self.name = name
+        self.description = (
+            description or "Runs on the user's side (the client) and returns its result."
+        )
+        self.parameters = parameters or {"type": "object", "properties": {}}
+
+    async def call(self, arguments: dict[str, Any]) -> ToolResult:
+        return ToolResult(ok=False, text=f"{self.name} runs on the client, not here")
+
+
+def _client_tool(entry: Any) -> ClientTool:
+    if isinstance(entry, str) and entry.strip():
+        return ClientTool(entry.strip())
+    if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+        unknown = set(entry) - {"name", "description", "parameters"}
+        if unknown:
+            raise ValueError(
+                f"client_tools entry {entry['name']!r}: unknown key(s) "
+                f"{', '.join(sorted(unknown))} (name, description, parameters)"
+            )
+        return ClientTool(entry["name"], entry.get("description", ""), entry.get("parameters"))
+    raise ValueError(f"client_tools: {entry!r} is neither a tool name nor a table with a 'name'")
+
+
+class _Loop(msgspec.Struct):
+    """A tool loop paused on a client-side tool: what it needs to go on."""
+
+    messages: list[ChatMessage]
+    #: The model's calls of this step still to run (the first is the client's).
+    calls: list[ToolCall]
+    step: int
+    exits: list[str] = msgspec.field(default_factory=list)
+    text: str = ""
 
 
 def check_provider_options(
@@ -126,6 +191,7 @@ class LLMExecutor(AgentExecutor):
         tool_timeout: float | str | None = None,
         max_steps: int | str = 5,
         exit_tool: bool | str = False,
+        client_tools: Any = None,
         links: HubLinks | None = None,
         **options: Any,
     ) -> None:
@@ -140,8 +206,10 @@ class LLMExecutor(AgentExecutor):
         self.tool_timeout = None if tool_timeout in (None, "") else float(tool_timeout)
         self.exit_tool = _flag(exit_tool)
         self.tool_names = {str(t) for t in listed(tools)} or None
-        self.servers = [self._server(ref, links or HubLinks()) for ref in listed(mcp_servers)]
-        if (self.servers or self.exit_tool) and provider_class(provider).name == "embedded":
+        self.links = links or HubLinks()
+        self.servers = [self._server(ref, self.links) for ref in listed(mcp_servers)]
+        self.client_tools = {t.name: t for t in map(_client_tool, listed(client_tools))}
+        if self.uses_tools and provider_class(provider).name == "embedded":
             from a2a_hub.llm.embedded import NO_TOOLS
 
             raise ValueError(NO_TOOLS)
@@ -174,7 +242,7 @@ class LLMExecutor(AgentExecutor):
     @property
     def uses_tools(self) -> bool:
         """Whether this agent offers tools to its model."""
-        return bool(self.servers) or self.exit_tool
+        return bool(self.servers) or self.exit_tool or bool(self.client_tools)
 
     async def tools(self) -> list[Tool]:
         """The tools offered to the model (MCP servers connected and listed once)."""
@@ -187,13 +255,13 @@ class LLMExecutor(AgentExecutor):
             if self.exit_tool:
                 found.append(ExitTool())
             if self.tool_names is not None:
-                missing = self.tool_names - {t.name for t in found}
+                missing = self.tool_names - {t.name for t in found} - set(self.client_tools)
                 if missing:
                     raise ValueError(
                         f"no MCP server offers the tool(s) {', '.join(sorted(missing))} "
                         f"(offered: {', '.join(t.name for t in found) or 'none'})"
                     )
-            self._tools = found
+            self._tools = [*found, *self.client_tools.values()]
         return self._tools
 
     @property
@@ -205,13 +273,26 @@ class LLMExecutor(AgentExecutor):
         """What the model is sent for a conversation (override to shape prompts)."""
         return chat_messages(self.instruction, history, limit=self.history_turns)
 
+    async def history(self, ctx: RequestContext) -> list[Message]:
+        """The conversation so far: the recorded one (when the hub keeps conversations),
+        then the messages of the context's tasks it does not hold yet (the recorder
+        writes a moment after each event), the incoming message last."""
+        tasks = await ctx.context_history()
+        recorded = await self.links.conversations(
+            ctx.agent_id, ctx.context_id, ctx.owner, max(self.history_turns * 4, 50)
+        )
+        if not recorded:
+            return tasks
+        seen = {m.message_id for m in recorded}
+        return [*recorded, *(m for m in tasks if m.message_id not in seen)]
+
     async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         await updater.start()
-        messages = self.messages_for(await ctx.context_history())
+        messages = self.messages_for(await self.history(ctx))
         provider_name = self.provider.name
         began = time.perf_counter()
         if self.uses_tools:
-            await self._tool_loop(messages, updater)
+            await self._tool_loop(messages, updater, _paused(ctx))
             return
         try:
             if ctx.streaming:
@@ -254,8 +335,14 @@ class LLMExecutor(AgentExecutor):
         metrics.llm_call(provider_name, "ok", time.perf_counter() - began)
         await updater.complete(text.strip() or "(the model returned no text)")
 
-    async def _tool_loop(self, messages: list[ChatMessage], updater: TaskUpdater) -> None:
-        """Model, tool calls, model … until an answer (see the module docstring)."""
+    async def _tool_loop(
+        self,
+        messages: list[ChatMessage],
+        updater: TaskUpdater,
+        paused: tuple[_Loop, dict[str, Any] | None, str] | None = None,
+    ) -> None:
+        """Model, tool calls, model … until an answer (see the module docstring); with
+        ``paused``, first the client's result of the call the loop waits on."""
         from a2a_hub.tools.mcp import MCPError
 
         provider = self.provider
@@ -269,7 +356,19 @@ class LLMExecutor(AgentExecutor):
             return
         by_name = {tool.name: tool for tool in tools}
         offered = [tool.definition() for tool in tools]
-        for _ in range(self.max_steps):
+        first = 0
+        if paused is not None:
+            loop, answer, said = paused
+            messages, first = loop.messages, loop.step
+            call, rest = loop.calls[0], loop.calls[1:]
+            result = _client_result(answer, said)
+            await updater.working([Part(data=tool_response_data(call, result))])
+            messages.append(ChatMessage(role="tool", content=result.text, tool_call_id=call.id))
+            loop = _Loop(messages, rest, first, loop.exits, loop.text)
+            if await self._run_calls(loop, by_name, updater) or await self._finish(loop, updater):
+                return
+            first += 1
+        for step in range(first, self.max_steps):
             try:
                 reply = await provider.chat(
                     messages,
@@ -288,23 +387,43 @@ class LLMExecutor(AgentExecutor):
             messages.append(
                 ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls)
             )
-            done: list[str] = []
-            for call in reply.tool_calls:
-                result = await self._run_tool(by_name, call, updater)
-                messages.append(ChatMessage(role="tool", content=result.text, tool_call_id=call.id))
-                if call.name == EXIT_TOOL and result.ok:
-                    done.append(result.text)
-            if done:
-                text = reply.text.strip() or done[0]
-                await updater.artifact(
-                    [Part(text=text), Part(data={"done": True})], name="response"
-                )
-                await updater.complete(text)
+            loop = _Loop(messages, list(reply.tool_calls), step, [], reply.text)
+            if await self._run_calls(loop, by_name, updater) or await self._finish(loop, updater):
                 return
         await updater.fail(
             f"the model was still calling tools after max_steps={self.max_steps} steps "
             "without answering"
         )
+
+    async def _run_calls(self, loop: _Loop, tools: dict[str, Tool], updater: TaskUpdater) -> bool:
+        """Run the step's calls in order; True when one is the client's (the turn ends,
+        asking the client, with the loop's state on the question)."""
+        while loop.calls:
+            call = loop.calls[0]
+            tool = tools.get(call.name)
+            if isinstance(tool, ClientTool):
+                state = msgspec.to_builtins(loop)
+                await updater.call_client_tool(
+                    call.name, call.arguments, metadata={LOOP_KEY: state}
+                )
+                return True
+            loop.calls = loop.calls[1:]
+            result = await self._run_tool(tools, call, updater)
+            loop.messages.append(
+                ChatMessage(role="tool", content=result.text, tool_call_id=call.id)
+            )
+            if call.name == EXIT_TOOL and result.ok:
+                loop.exits.append(result.text)
+        return False
+
+    async def _finish(self, loop: _Loop, updater: TaskUpdater) -> bool:
+        """After a step's calls: True (and the task completed) when one was ``exit``."""
+        if not loop.exits:
+            return False
+        text = loop.text.strip() or loop.exits[0]
+        await updater.artifact([Part(text=text), Part(data={"done": True})], name="response")
+        await updater.complete(text)
+        return True
 
     async def _run_tool(
         self, tools: dict[str, Tool], call: ToolCall, updater: TaskUpdater
@@ -319,5 +438,40 @@ class LLMExecutor(AgentExecutor):
             )
         else:
             result = await tool.call(call.arguments)
+        metrics.tool_called(call.name, result.ok)
         await updater.working([Part(data=tool_response_data(call, result))])
         return result
+
+
+def _paused(ctx: RequestContext) -> tuple[_Loop, dict[str, Any] | None, str] | None:
+    """The tool loop this turn continues (the task waited on a client-side tool): its
+    state, the client's result of that call (``None`` if it sent none) and its text."""
+    question = ctx.task.status.message if ctx.task is not None else None
+    if question is None or not question.metadata or LOOP_KEY not in question.metadata:
+        return None
+    try:
+        loop = msgspec.convert(question.metadata[LOOP_KEY], _Loop)
+    except msgspec.ValidationError:
+        return None
+    if not loop.calls:
+        return None
+    call_id = next(
+        (
+            p.data.get("tool_call_id")
+            for p in question.parts
+            if isinstance(p.data, dict) and p.data.get("kind") == "tool_call"
+        ),
+        None,
+    )
+    return loop, ctx.tool_response(call_id) if call_id else None, ctx.text
+
+
+def _client_result(answer: dict[str, Any] | None, said: str) -> ToolResult:
+    """The client's ``tool_response`` result as the model reads it."""
+    if answer is None:
+        return ToolResult(ok=False, text=f"the client did not run the tool; it said: {said}")
+    if answer.get("status", "success") != "success":
+        return ToolResult(ok=False, text=str(answer.get("error_message") or "the tool failed"))
+    data = answer.get("data")
+    text = data if isinstance(data, str) else msgspec.json.encode(data).decode()
+    return ToolResult(ok=True, text=text, data=data)

@@ -15,6 +15,7 @@ every event to a callback on the way (to pass chunks and progress through).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -168,6 +169,13 @@ class LocalPeer(Peer):
                 if event.message is not None and event.message.role is Role.USER:
                     continue  # the message we sent, logged into the history
                 yield event, False
+        except asyncio.CancelledError:
+            # cut short before the caller may have seen any event (so before it knew the
+            # task's id): the task this turn started must not run on alone
+            if self.engine.live(stream.task_id) is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.cancel(stream.task_id))
+            raise
         finally:
             stream.close()
 

@@ -18,7 +18,8 @@ A remote question becomes the local task's own ``input-required`` (or ``auth-req
 with the remote's message; the client's answer goes back to the same remote task.  When
 the remote card allows streaming, the remote's events are followed as they happen and
 its artifact chunks and progress messages pass through at once; otherwise the message is
-sent non-blocking and the task polled.  Cancelling the local task cancels the remote one.
+sent non-blocking and the task polled.  Cancelling the local task cancels the remote one,
+while a turn runs (``cancel``) and while both wait for input (``cancel_waiting``).
 ``connect_timeout`` bounds connecting (seconds, default 10), ``timeout`` a whole turn
 (default 300); a remote failure, or a timeout, fails the local task with the reason.
 """
@@ -34,7 +35,7 @@ from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.peer import Outcome, PeerError, RemotePeer, run_turn
 from a2a_hub.client import user_message
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater
-from a2a_hub.protocol.types import Part, StreamResponse, TaskState
+from a2a_hub.protocol.types import Part, StreamResponse, Task, TaskState
 
 __all__ = ["MEMO", "RemoteExecutor", "flag"]
 
@@ -201,3 +202,10 @@ class RemoteExecutor(AgentExecutor):
         """Cancel the remote task of the turn that is running."""
         self._canceling.add(ctx.task_id)
         await self._cancel_remote(ctx.task_id)
+
+    async def cancel_waiting(self, task: Task) -> None:
+        """A local task waiting for input was canceled: cancel the remote task waiting
+        with it (its id is in the local question's metadata, so any instance can)."""
+        pending = recall([task.status.message], MEMO) if task.status.message else None
+        if pending and pending.get("url") == self.peer.url and pending.get("taskId"):
+            await self.peer.cancel(str(pending["taskId"]))

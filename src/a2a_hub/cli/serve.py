@@ -79,6 +79,10 @@ def serve(
         use_app_dir(app_dir)
         if settings.server.grpc_port is not None:
             import a2a_hub.server.grpc  # noqa: F401 - fails early with the extra to install
+        if settings.server.tracing != "off":
+            from a2a_hub import tracing
+
+            tracing.configure(settings.server.tracing)  # fails early with the extra to install
         hub = Hub(settings)
     except (SettingsError, ValueError, ImportError) as exc:
         hint = ""
@@ -239,11 +243,13 @@ def _quiet_stops() -> None:
 def _uvicorn_config(app: Any, settings: Any, **extra: Any) -> Any:
     import uvicorn
 
+    from a2a_hub.server.connections import uvicorn_options
+
     server = settings.server
     if server.log_format == "json":
         extra["log_config"] = None  # keep the JSON handlers of configure_logging
     os.environ[_GRACE_ENV] = f"{server.graceful_timeout:g}"
-    return uvicorn.Config(
+    config = uvicorn.Config(
         app,
         host=server.host,
         port=server.port,
@@ -252,6 +258,8 @@ def _uvicorn_config(app: Any, settings: Any, **extra: Any) -> Any:
         timeout_graceful_shutdown=server.graceful_timeout,
         **extra,
     )
+    uvicorn_options(config, server.header_timeout)  # slow clients: see server/connections.py
+    return config
 
 
 def _serve_one(hub: Any, sock: socket.socket) -> None:

@@ -44,6 +44,16 @@ class Caller:
         and ``admin`` keys."""
         return self.anonymous or "read-all" in self.scopes or "admin" in self.scopes
 
+    @property
+    def may_invoke(self) -> bool:
+        """True for callers who may call the agent (send messages, continue and cancel
+        tasks, register push configs): anonymous (an open hub), ``invoke`` and ``admin``
+        keys, and callers with no scopes at all (an identity without scope rules, e.g.
+        from a custom middleware).  A ``read-all`` key alone only reads (every task of
+        its agents)."""
+        scopes = self.scopes
+        return self.anonymous or not scopes or "invoke" in scopes or "admin" in scopes
+
     def sees(self, owner: str | None) -> bool:
         """Whether this caller may see a task owned by ``owner``.
 

@@ -6,8 +6,10 @@ A :class:`Cluster` gives the instance an id and runs three background loops:
 * **reap** — every ``orphan_timeout / 4`` it claims leases that lapsed (their
   instance died: kill -9, lost machine) and fails those tasks with a message
   saying why, so no task stays ``working`` forever;
-* **listen** — it receives signals from other instances, e.g. a ``CancelTask``
-  that arrived elsewhere for a task whose executor runs here.
+* **listen** — it receives signals from other instances: a ``CancelTask`` that
+  arrived elsewhere for a task whose executor runs here (``cancel``), or a push
+  config stored elsewhere for such a task (``push-config``: the run here registers
+  it at once, with the task's snapshot, instead of at its next turn).
 
 A task is leased only while it is submitted or working *in the store*: a blocking
 request that finishes at once writes one terminal snapshot and takes no lease.
@@ -27,7 +29,7 @@ from typing import Any, Protocol
 from a2a_hub.engine.ending import fail_orphan
 from a2a_hub.engine.pubsub import PubSub
 from a2a_hub.stores.base import Store
-from a2a_hub.stores.coordinator import Coordinator, Signal
+from a2a_hub.stores.coordinator import CANCEL_SIGNAL, PUSH_CONFIG_SIGNAL, Coordinator, Signal
 
 __all__ = ["Cluster", "Member"]
 
@@ -48,6 +50,10 @@ class Member(Protocol):
 
     async def cancel_task(self, task_id: str) -> object:
         """Cancel a task (a ``cancel`` signal from another instance)."""
+        ...
+
+    async def push_configs_changed(self, task_id: str) -> None:
+        """Register push configs stored by another instance (a ``push-config`` signal)."""
         ...
 
 
@@ -123,14 +129,18 @@ class Cluster:
                 await asyncio.sleep(1)
 
     def _handle(self, signal: Signal) -> None:
-        if signal.kind != "cancel" or signal.sender == self.id:
+        if signal.sender == self.id or signal.kind not in (CANCEL_SIGNAL, PUSH_CONFIG_SIGNAL):
             return
         engine = self.engines.get(signal.agent_id)
-        if engine is not None and engine.live(signal.task_id) is not None:
+        if engine is None or engine.live(signal.task_id) is None:
+            return
+        if signal.kind == CANCEL_SIGNAL:
             task = asyncio.ensure_future(engine.cancel_task(signal.task_id))
-            task.add_done_callback(_log_failure)
+        else:
+            task = asyncio.ensure_future(engine.push_configs_changed(signal.task_id))
+        task.add_done_callback(_log_failure)
 
 
 def _log_failure(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
-        log.warning("remote cancel failed: %s", task.exception())
+        log.warning("a signal from another instance failed: %s", task.exception())

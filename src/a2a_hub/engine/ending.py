@@ -32,7 +32,7 @@ from a2a_hub.protocol.types import (
     TaskStatusUpdateEvent,
 )
 from a2a_hub.stores.base import LogConflictError, Store, StoredTask, TaskEvent
-from a2a_hub.stores.coordinator import Coordinator, Signal
+from a2a_hub.stores.coordinator import CANCEL_SIGNAL, Coordinator, Signal
 
 __all__ = ["Instance", "cancel_remote", "cancel_stored_task", "end_stored_task", "fail_orphan"]
 
@@ -153,7 +153,7 @@ async def cancel_remote(
     """Ask the instance that runs the task to cancel it, and wait (up to ``wait`` seconds)
     for the task to end; ``seq`` is the last event this instance has seen."""
     coordinator = instance.coordinator
-    await coordinator.publish(Signal("cancel", agent_id, task_id, instance.id))
+    await coordinator.publish(Signal(CANCEL_SIGNAL, agent_id, task_id, instance.id))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     while True:

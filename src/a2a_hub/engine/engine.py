@@ -33,7 +33,7 @@ from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.runs import Runs
 from a2a_hub.engine.state import trim_history
 from a2a_hub.engine.stream import TaskStream
-from a2a_hub.protocol.errors import UnsupportedOperationError
+from a2a_hub.protocol.errors import PermissionDeniedError, UnsupportedOperationError
 from a2a_hub.protocol.types import (
     ListTasksRequest,
     ListTasksResponse,
@@ -43,6 +43,9 @@ from a2a_hub.protocol.types import (
     TaskPushNotificationConfig,
 )
 from a2a_hub.stores.base import MessageClaim, Store, StoredTask
+from a2a_hub.stores.coordinator import PUSH_CONFIG_SIGNAL, Signal
+
+log = logging.getLogger("a2a_hub.engine")
 
 __all__ = ["TaskEngine"]
 
@@ -58,7 +61,6 @@ class TaskEngine:
         executor: AgentExecutor,
         store: Store,
         *,
-        flush_delay: float = 0.05,
         cluster: Cluster | None = None,
         cancel_wait: float = 10.0,
     ) -> None:
@@ -70,10 +72,10 @@ class TaskEngine:
         self.cancel_wait = cancel_wait
         #: Every event as it happens: per-task topics and the agent-wide feed.
         self.pubsub = PubSub()
-        #: Writes the runs that keep working, every ``flush_delay`` seconds.
-        self.flusher = Flusher(flush_delay)
+        #: Writes the runs that keep working, as soon as they have new events.
+        self.flusher = Flusher()
         self._runs = Runs(agent_id, executor, store, self.pubsub, self.flusher, cluster)
-        #: Each task's events after a given seq, those not written yet included.
+        #: Each task's events after a given seq (the store's: events are shown once written).
         coordinator = None if cluster is None else cluster.coordinator
         self.log = TaskLog(agent_id, store, self._runs, coordinator)
         #: Idempotent sends: each message id of a caller runs once.
@@ -162,6 +164,8 @@ class TaskEngine:
         run = opened
         run.ctx.streaming = True
         fresh = run.task is None  # else a continued task: from its snapshot, new message included
+        if not fresh:
+            await run.flush()  # streams show only what is written: the new message first
         stream = TaskStream(self.log, self.pubsub, run.task_id, after=0 if fresh else None)
         await stream.start(fresh=fresh)
         run.driver = asyncio.ensure_future(self._drive(run))
@@ -183,6 +187,7 @@ class TaskEngine:
         A run that fails to be prepared is dropped when it has no task yet (nothing was
         written, the agent never ran); a task that exists runs anyway, so that the claim
         leads a retry to it (and it never stays submitted)."""
+        _check_invoke(caller)
         config = request.configuration
         inline = config.task_push_notification_config if config is not None else None
         if register and inline is not None:
@@ -276,9 +281,10 @@ class TaskEngine:
         """``GetTask``: the newest snapshot, history trimmed to ``history_length``."""
         check_history_length(history_length)
         run = self._runs.get(task_id)
-        if run is not None and run.task is not None:
+        written = None if run is None else run.stored()  # what is shown is in the store
+        if run is not None and written is not None:
             _check_sees(caller, run.owner, task_id)
-            return trim_history(run.snapshot(), history_length)
+            return trim_history(written, history_length)
         task = (await self._record(task_id, caller)).task
         return trim_history(task, history_length)
 
@@ -293,8 +299,9 @@ class TaskEngine:
         tasks = []
         for task in page.tasks:
             run = self._runs.get(task.id)
-            if run is not None and run.task is not None:
-                task = run.snapshot()
+            written = None if run is None else run.stored()
+            if written is not None:
+                task = written
             tasks.append(trim_history(task, request.history_length, include_artifacts=include))
         return ListTasksResponse(
             tasks=tasks,
@@ -305,12 +312,13 @@ class TaskEngine:
 
     async def cancel_task(self, task_id: str, *, caller: Caller = ANONYMOUS) -> Task:
         """``CancelTask``: stop the executor if it runs, and end the task ``canceled``."""
+        _check_invoke(caller)
         run = self._runs.get(task_id)
         if run is not None and run.task is not None and not run.task.status.state.terminal:
             _check_sees(caller, run.owner, task_id)
             return await run.cancel()
         record = await self._record(task_id, caller)
-        return await cancel_stored_task(
+        task = await cancel_stored_task(
             self.store,
             self.agent_id,
             record,
@@ -318,6 +326,13 @@ class TaskEngine:
             instance=self.cluster,
             wait=self.cancel_wait,
         )
+        if record.task.status.state.interrupted:
+            # no execute runs to be told: the executor hears of it through its hook
+            try:
+                await self.executor.cancel_waiting(record.task)
+            except Exception:
+                log.exception("cancel_waiting of agent %s, task %s", self.agent_id, task_id)
+        return task
 
     # --- push notification configs --------------------------------------------------
 
@@ -337,12 +352,30 @@ class TaskEngine:
     ) -> TaskPushNotificationConfig:
         """``CreateTaskPushNotificationConfig`` for ``config.task_id`` (an id is given if it
         has none); returns the stored config, masked."""
+        _check_invoke(caller)
         task_id = config.task_id or ""
         await self.push.check(config)
         await self._visible(task_id, caller)
         stored = await self.push.set(task_id, config)
-        await self.push.registered(self._runs.get(task_id), task_id, stored)
+        run = self._runs.get(task_id)
+        await self.push.registered(run, task_id, stored)
+        cluster = self.cluster
+        if run is None and cluster is not None and cluster.coordinator.shared:
+            # it may run on another instance: that one registers the config now, not next turn
+            await cluster.coordinator.publish(
+                Signal(PUSH_CONFIG_SIGNAL, self.agent_id, task_id, cluster.id)
+            )
         return masked(stored)
+
+    async def push_configs_changed(self, task_id: str) -> None:
+        """Another instance stored a push config of a task that runs here: register the new
+        configs with the run (each gets the task's snapshot first)."""
+        run = self._runs.get(task_id)
+        if run is None:
+            return
+        for config in await self.store.list_push_configs(self.agent_id, task_id):
+            if (config.id or task_id) not in run.push_configs:
+                await self.push.registered(run, task_id, config)
 
     async def get_push_config(
         self, task_id: str, config_id: str, *, caller: Caller = ANONYMOUS
@@ -365,6 +398,7 @@ class TaskEngine:
         self, task_id: str, config_id: str, *, caller: Caller = ANONYMOUS
     ) -> None:
         """``DeleteTaskPushNotificationConfig``; deleting an unknown config is not found."""
+        _check_invoke(caller)
         await self._visible(task_id, caller)
         if not await self.store.delete_push_config(self.agent_id, task_id, config_id):
             raise not_found(task_id, f"it has no push notification config {config_id!r}")
@@ -379,6 +413,14 @@ class TaskEngine:
         await self.flusher.close()
         await self._runs.stop()
         self.pubsub.close()
+
+
+def _check_invoke(caller: Caller) -> None:
+    if not caller.may_invoke:
+        raise PermissionDeniedError(
+            "This API key may read tasks but not call the agent: it needs the invoke scope",
+            data={"scopes": sorted(caller.scopes)},
+        )
 
 
 def _check_sees(caller: Caller, owner: str | None, task_id: str) -> None:

@@ -25,6 +25,10 @@ fails the task with a message saying which rule):
 * ``cancel`` is called when a client cancels the task while ``execute`` runs;
   the engine then cancels ``execute`` (asyncio cancellation) and marks the task
   ``canceled``.  Override ``cancel`` to stop work that asyncio cannot reach.
+* ``cancel_waiting`` is called after a client canceled a task that waited for input
+  or auth (no ``execute`` runs then, so ``cancel`` is not called), with the task as it
+  was stored: stop work held elsewhere there (the ``remote`` kind cancels the remote
+  task it waits on).  The local cancel stands whatever it does; errors are logged.
 * ``close`` is called once when the hub stops serving the executor (the hub closes,
   or the agent is removed and its last task has ended): release connections there.
 """
@@ -80,6 +84,8 @@ class RequestContext:
     extras: dict[str, Any] = field(default_factory=dict)
     #: Loads the earlier tasks of the context (set by the engine).
     context_loader: Callable[[], Awaitable[list[Task]]] | None = None
+    #: The principal whose task this is (``None``: anonymous), set by the engine.
+    owner: str | None = None
 
     @property
     def text(self) -> str:
@@ -231,7 +237,12 @@ class TaskUpdater:
         await self._run.set_status(TaskState.INPUT_REQUIRED, content)
 
     async def call_client_tool(
-        self, tool_id: str, params: dict[str, Any] | None = None, *, text: str | None = None
+        self,
+        tool_id: str,
+        params: dict[str, Any] | None = None,
+        *,
+        text: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> str:
         """Ask the client to run a tool; returns the call id.  Then return from ``execute``.
 
@@ -241,14 +252,18 @@ class TaskUpdater:
         client's answer continues the task with a message holding a data part
         ``{"kind": "tool_response", "tool_call_id", "result": {"status", "data",
         "error_message"}}``: read it in the next turn with
-        :meth:`RequestContext.tool_response`.
+        :meth:`RequestContext.tool_response`.  ``metadata`` goes on the status message
+        (what the executor needs to carry on in the next turn, e.g. a model's tool loop).
         """
         call_id = new_id()
         call = {"kind": "tool_call", "tool_call_id": call_id, "tool_id": tool_id,
                 "params": dict(params or {})}  # fmt: skip
         parts = [Part(text=text)] if text else []
         parts.append(Part(data=call))
-        await self._run.set_status(TaskState.INPUT_REQUIRED, parts)
+        question = self.message(parts)
+        if metadata:
+            question.metadata = {**(question.metadata or {}), **metadata}
+        await self._run.set_status(TaskState.INPUT_REQUIRED, question)
         return call_id
 
     async def require_auth(self, content: str | Sequence[Part] | Message | None = None) -> None:
@@ -290,6 +305,10 @@ class AgentExecutor(ABC):
 
     async def cancel(self, ctx: RequestContext, updater: TaskUpdater) -> None:  # noqa: B027
         """Called when a client cancels the task while ``execute`` runs (optional)."""
+
+    async def cancel_waiting(self, task: Task) -> None:  # noqa: B027 - optional hook
+        """Called after a client canceled ``task``, which waited for input or auth (no
+        ``execute`` running); ``task`` is as it was stored, interrupted (optional)."""
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release what the executor holds (connections); called once, when its hub stops

@@ -1,8 +1,14 @@
-"""Writing runs that keep working: one background task per engine, not a timer per run.
+"""Writing runs that keep working, as soon as they have something to write.
 
 A run writes its events itself when its task settles; until then, each new event
-marks the run dirty and the :class:`Flusher` writes it within ``delay`` seconds,
-so that other instances and readers of the store see a long task progress.
+marks the run dirty and the :class:`Flusher` writes it on the next turn of the
+event loop (events are published only once written, so this is what a stream of
+a long task waits for).  A run has at most one write in flight: events that come
+during a write go into the next one (coalescing), and the stores' group commit
+batches the writes of different tasks.  A write that fails is retried with
+exponential backoff, without a log line per try: the store logs its outage
+(:mod:`a2a_hub.stores.outage`), and any other failure is logged once per run
+when it starts and once when the run is written again.
 """
 
 from __future__ import annotations
@@ -12,9 +18,16 @@ import contextlib
 import logging
 from typing import Protocol
 
-__all__ = ["Flushable", "Flusher"]
+from a2a_hub._backoff import Backoff
+from a2a_hub.protocol.errors import StoreUnavailableError
+
+__all__ = ["RETRY", "Flushable", "Flusher"]
 
 log = logging.getLogger("a2a_hub.engine")
+
+#: When a failed write is tried again: from 50 ms, doubling, at most 5 s apart, for ever
+#: (the run keeps its events until the store takes them or the run ends).
+RETRY = Backoff(initial=0.05, max_delay=5.0, max_tries=None)
 
 
 class Flushable(Protocol):
@@ -30,37 +43,72 @@ class Flushable(Protocol):
 
 
 class Flusher:
-    """Writes every dirty run each ``delay`` seconds (see the module docstring)."""
+    """Writes every dirty run on the next loop turn (see the module docstring)."""
 
-    def __init__(self, delay: float = 0.05) -> None:
-        self.delay = delay
-        self._dirty: set[Flushable] = set()
-        self._loop: asyncio.Task[None] | None = None
+    def __init__(self, retry: Backoff = RETRY) -> None:
+        self.retry = retry
+        #: Runs marked dirty since the last turn.
+        self._marked: set[Flushable] = set()
+        #: Runs with a write in flight (or waiting to retry), by their writer.
+        self._writers: dict[Flushable, asyncio.Task[None]] = {}
+        self._scheduled = False
         self._closed = False
 
     def mark_dirty(self, run: Flushable) -> None:
-        """Note a run with unwritten events; it is written within ``delay``."""
-        self._dirty.add(run)
-        if self._loop is None and not self._closed:
-            self._loop = asyncio.ensure_future(self._flush_loop())
+        """Note a run with unwritten events; it is written on the next loop turn."""
+        if run in self._writers or self._closed:
+            return  # its writer loops until the run is clean
+        self._marked.add(run)
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._turn)
 
-    async def _flush_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.delay)
-            dirty, self._dirty = self._dirty, set()
-            for run in dirty:
-                if run.dirty:
-                    try:
-                        await run.flush()
-                    except Exception as exc:  # kept queued; the next flush tries again
-                        log.warning("writing task %s failed: %s", run.task_id, exc)
-                        self._dirty.add(run)
+    def _turn(self) -> None:
+        self._scheduled = False
+        marked, self._marked = self._marked, set()
+        if self._closed:
+            return
+        for run in marked:
+            # a run that settled meanwhile wrote itself: no writer for it
+            if run.dirty and run not in self._writers:
+                self._writers[run] = asyncio.ensure_future(self._write(run))
+
+    async def _write(self, run: Flushable) -> None:
+        failures = 0
+        try:
+            while run.dirty:
+                try:
+                    await run.flush()
+                except Exception as exc:  # kept queued: tried again after a while
+                    failures += 1
+                    if failures == 1 and not isinstance(exc, StoreUnavailableError):
+                        log.warning(
+                            "writing task %s failed (retrying): %s: %s",
+                            run.task_id,
+                            type(exc).__name__,
+                            exc,
+                        )
+                    await asyncio.sleep(self.retry.delay(failures))
+                    continue
+                if failures:
+                    log.info("task %s written after %d failed tries", run.task_id, failures)
+                    failures = 0
+        finally:
+            if self._writers.get(run) is asyncio.current_task():
+                del self._writers[run]
+
+    @property
+    def writing(self) -> int:
+        """How many runs have a write in flight or waiting to be retried."""
+        return len(self._writers)
 
     async def close(self) -> None:
-        """Stop the background task (runs still write themselves when they settle)."""
+        """Stop writing (runs still write themselves when they settle)."""
         self._closed = True
-        loop, self._loop = self._loop, None
-        if loop is not None:
-            loop.cancel()
+        self._marked.clear()
+        writers = list(self._writers.values())
+        for writer in writers:
+            writer.cancel()
+        for writer in writers:
             with contextlib.suppress(asyncio.CancelledError):
-                await loop
+                await writer

@@ -1,12 +1,13 @@
-"""Each task's log as this instance sees it: the store's events plus those not written yet.
+"""Each task's log: the events in the store, and the task as last written.
 
-A running task's newest events live in its :class:`~a2a_hub.engine.run.TaskRun`
-until the run flushes them (at the latest when the task settles, or every
-``flush_delay`` while it keeps working).  :class:`TaskLog` answers "the events of
-task T after seq N" from both, so that whoever resumes a task — a stream after
-``Last-Event-ID``, a WebSocket ``sync_state``, push delivery after falling
-behind — gets exactly what it missed.  It checks no visibility: callers check the
-caller first (:meth:`TaskEngine.get_task` and friends do).
+An event is published only once it is written (see :mod:`a2a_hub.engine.run`), so
+the store holds every event anybody was shown: :class:`TaskLog` answers "the
+events of task T after seq N" from the store alone, and "the task now" from the
+live run's last written snapshot (or the store), so that whoever resumes a task —
+a stream after ``Last-Event-ID``, a WebSocket ``sync_state``, push delivery after
+falling behind, on this instance or another one sharing the store — gets exactly
+what it missed.  It checks no visibility: callers check the caller first
+(:meth:`TaskEngine.get_task` and friends do).
 """
 
 from __future__ import annotations
@@ -50,27 +51,17 @@ class LiveRun(Protocol):
     """What the log reads of a running task (a :class:`~a2a_hub.engine.run.TaskRun`)."""
 
     @property
-    def task(self) -> Task | None:
-        """The live snapshot (``None`` until the task exists)."""
+    def written_seq(self) -> int:
+        """The seq of the last event written."""
         ...
 
-    @property
-    def seq(self) -> int:
-        """The seq of the last event folded into :attr:`task`."""
-        ...
-
-    @property
-    def events(self) -> list[TaskEvent]:
-        """Its events not yet known to be in the store, in order."""
-        ...
-
-    def snapshot(self) -> Task:
-        """An independent copy of :attr:`task`."""
+    def stored(self) -> Task | None:
+        """An independent copy of the task as last written (``None``: not written yet)."""
         ...
 
 
 class TaskLog:
-    """The logs of one agent's tasks: stored events, then the live runs' unwritten tail.
+    """The logs of one agent's tasks (see the module docstring).
 
     ``runs`` is the engine's registry of running tasks (read, never changed here);
     ``coordinator`` is set when other instances may write the same tasks.
@@ -97,8 +88,10 @@ class TaskLog:
     async def snapshot(self, task_id: str) -> TaskEvent:
         """The task now, as one event whose ``seq`` is the last event folded into it."""
         run = self.runs.get(task_id)
-        if run is not None and run.task is not None:
-            return TaskEvent(run.seq, StreamResponse(task=run.snapshot()))
+        if run is not None:
+            task = run.stored()
+            if task is not None:
+                return TaskEvent(run.written_seq, StreamResponse(task=task))
         found = await self.store.get_task_at(self.agent_id, task_id)
         if found is None:
             raise not_found(task_id)
@@ -106,26 +99,20 @@ class TaskLog:
         return TaskEvent(seq, StreamResponse(task=task))
 
     async def read(self, task_id: str, after: int, limit: int = DEFAULT_PAGE) -> list[TaskEvent]:
-        """Up to ``limit`` events after seq ``after``, in order, those not written yet included.
+        """Up to ``limit`` events after seq ``after``, in order.
 
         Fewer than ``limit`` means nothing more exists now.  Raises
         :class:`LogTrimmedError` when the events right after ``after`` were trimmed
         away (retention); an unknown task has no events (``[]``).
         """
-        run = self.runs.get(task_id)
-        # events not yet written are only in the live run: capture them before reading
-        unwritten = [e for e in run.events if e.seq > after] if run is not None else []
         events = await self.store.read_events(self.agent_id, task_id, after, limit)
-        if len(events) < limit:  # the store is exhausted: continue with the unwritten tail
-            tail_from = events[-1].seq if events else after
-            events += [e for e in unwritten if e.seq > tail_from]
         if events and events[0].seq != after + 1:
             raise LogTrimmedError(
                 f"events {after + 1}..{events[0].seq - 1} of task {task_id} are no longer "
                 "in the log; subscribe again without Last-Event-ID to get a fresh snapshot",
                 data={"taskId": task_id, "firstAvailable": events[0].seq},
             )
-        return events[:limit]
+        return events
 
     @property
     def shared(self) -> bool:

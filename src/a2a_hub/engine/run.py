@@ -2,12 +2,20 @@
 
 A :class:`TaskRun` exists while an executor works on a task.  Every updater
 call becomes an event: it gets the next sequence number, is folded into the
-live snapshot, is handed to listeners (streams) at once, and is queued for the
-store.  Queued events are written in one ``save_task`` when the task settles
-(terminal or interrupted: the point where a blocked client is answered), when a
-non-blocking send must acknowledge the task, or after ``flush_delay`` seconds of
-an executor that keeps working — so a blocking request that finishes at once
-costs a single store write.
+live snapshot and is queued for the store.  Queued events are written in one
+``save_task`` when the task settles (terminal or interrupted: the point where a
+blocked client is answered), when a non-blocking send must acknowledge the task,
+or by the :class:`Flusher` on the next turn of the event loop while the executor
+keeps working (events that come during a write go into the next one) — so a
+blocking request that finishes at once costs a single store write.
+
+**Durable before visible**: an event is handed to listeners (the task's
+streams, the agent's feed and through it push delivery and WebSockets) only
+after the write that holds it succeeded, in order; what readers see of a
+running task (:meth:`TaskRun.stored`) is the task as written.  So every event id
+a client was ever given is in the store, and an instance that dies loses only
+events nobody saw; the next event id (the reaper's failure, say) names no event
+anybody saw.
 
 A run is given the pieces it works with (the executor, the store, the agent's
 :class:`PubSub`, the engine's :class:`Flusher` and registry of runs, the
@@ -22,12 +30,13 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
+from a2a_hub import tracing
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater
 from a2a_hub.engine.flusher import Flusher
 from a2a_hub.engine.pubsub import PubSub
 from a2a_hub.engine.state import InvalidTransitionError, apply_event, check_transition, timestamp
-from a2a_hub.protocol.errors import InternalError
+from a2a_hub.protocol.errors import InternalError, StoreUnavailableError
 from a2a_hub.protocol.types import (
     Artifact,
     Message,
@@ -59,7 +68,6 @@ class TaskRun:
         "context_id",
         "ctx",
         "driver",
-        "events",
         "executing",
         "executor",
         "finished",
@@ -76,6 +84,8 @@ class TaskRun:
         "task",
         "task_id",
         "updater",
+        "written",
+        "written_seq",
     )
 
     def __init__(  # positional on the hot path: a class call with keywords builds a dict
@@ -110,8 +120,9 @@ class TaskRun:
         #: True once the request is tied to a task (a continued task or a non-blocking send).
         self.bound = bound or task is not None
         self.updater = TaskUpdater(self)
-        #: Events not yet known to be in the store, for subscribers that replay meanwhile.
-        self.events: list[TaskEvent] = []
+        #: The task as last written (``None`` until its first write) and its last seq.
+        self.written: Task | None = task
+        self.written_seq = seq if task is not None else 0
         self.executing = False
         self.cancel_requested = False
         self.settled: asyncio.Future[Task | Message] = asyncio.get_running_loop().create_future()
@@ -130,13 +141,11 @@ class TaskRun:
     # --- events ----------------------------------------------------------------------
 
     def emit(self, event: StreamResponse) -> TaskEvent:
-        """Sequence, fold, publish and queue one event."""
+        """Sequence, fold and queue one event (published once written: :meth:`flush`)."""
         self.seq += 1
         record = TaskEvent(self.seq, event)
         self.task = apply_event(self.task, event)
         self._unflushed.append(record)
-        self.events.append(record)
-        self.pubsub.publish(self.task_id, record, self.owner)
         self.flusher.mark_dirty(self)
         return record
 
@@ -150,8 +159,20 @@ class TaskRun:
             artifacts=None if task.artifacts is None else list(task.artifacts),
         )
 
+    def stored(self) -> Task | None:
+        """An independent copy of the task as last written (``None``: not written yet)."""
+        task = self.written
+        if task is None:
+            return None
+        return msgspec.structs.replace(
+            task,
+            history=None if task.history is None else list(task.history),
+            artifacts=None if task.artifacts is None else list(task.artifacts),
+        )
+
     async def flush(self) -> None:
-        """Write queued events and the snapshot in one store call (serialised)."""
+        """Write queued events and the snapshot in one store call (serialised), then
+        publish them, in order."""
         async with self._flush_lock:
             if not self._unflushed:
                 return
@@ -185,13 +206,12 @@ class TaskRun:
             except BaseException:
                 self._unflushed[:0] = events
                 raise
+            self.written, self.written_seq = snapshot, events[-1].seq
+            publish, task_id, owner = self.pubsub.publish, self.task_id, self.owner
+            for record in events:
+                publish(task_id, record, owner)
             if self.leased and (state.terminal or state.interrupted):
                 await self.release_lease()
-            written = events[-1].seq
-            keep = 0
-            while keep < len(self.events) and self.events[keep].seq <= written:
-                keep += 1
-            del self.events[:keep]
 
     def _deliveries(self, events: list[TaskEvent]) -> list[Delivery]:
         """One delivery per push config for each event a webhook is told about: status
@@ -329,7 +349,19 @@ class TaskRun:
             self.driver.cancel()
 
     async def drive(self) -> None:
-        """Run ``execute`` to its end and leave the task in a state that tells the truth."""
+        """Run ``execute`` to its end and leave the task in a state that tells the truth
+        (inside a tracing span when tracing is on, see :mod:`a2a_hub.tracing`)."""
+        if not tracing.active:
+            await self._drive()
+            return
+        with tracing.run_span(self.agent_id, self.task_id, self.context_id) as span:
+            try:
+                await self._drive()
+            finally:
+                if self.task is not None:
+                    span.set_attribute("a2a.task.state", self.task.status.state.value)
+
+    async def _drive(self) -> None:
         failure: str | None = None
         if self.cancel_requested:  # canceled before the executor got to start
             await self._finish(None)
@@ -348,6 +380,9 @@ class TaskRun:
         except InvalidTransitionError as exc:
             failure = f"agent broke the task protocol: {exc}"
             log.warning("agent %s, task %s: %s", self.agent_id, self.task_id, failure)
+        except StoreUnavailableError as exc:  # an outage, logged by the store: no traceback
+            failure = f"agent error: {exc.message}"
+            log.debug("agent %s, task %s: %s", self.agent_id, self.task_id, exc.message)
         except Exception as exc:  # the agent's own failure becomes the task's failure
             failure = f"agent error: {type(exc).__name__}: {exc}"
             log.exception("agent %s failed on task %s", self.agent_id, self.task_id)

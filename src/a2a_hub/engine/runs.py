@@ -123,6 +123,7 @@ class Runs(dict[str, TaskRun]):
             metadata=request.metadata,
             extensions=extensions,
             context_loader=self._context_loader(context_id, task_id, owner),
+            owner=owner,
         )
         self.refuse_if_running(task_id, caller)
         claimed = await self._claim(caller, message.message_id, task_id, 0)
@@ -172,6 +173,7 @@ class Runs(dict[str, TaskRun]):
             metadata=request.metadata,
             extensions=extensions,
             context_loader=self._context_loader(task.context_id, task.id, owner),
+            owner=owner,
         )
         self.refuse_if_running(task.id, caller)
         live = msgspec.structs.replace(

@@ -7,8 +7,8 @@ starts at a position — "after seq N" (a reconnect with ``Last-Event-ID: N``) o
 1. it registers its :class:`Subscription` on the task's topic *first*, so that
    nothing published from then on is missed;
 2. it reads the backlog from the :class:`TaskLog`: events after N (from the
-   store, and from the live run for events not written yet), or the snapshot
-   with its seq;
+   store, which holds every event ever published), or the snapshot as last
+   written, with its seq;
 3. it yields the live events, skipping any it already yielded (``seq`` ≤ last).
 
 A subscriber that falls behind by more than its buffer is never allowed to grow
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 
+from a2a_hub import metrics
 from a2a_hub.engine.log import LogTrimmedError, TaskLog
 from a2a_hub.engine.pubsub import DEFAULT_BUFFER, PubSub, Subscription
 from a2a_hub.protocol.errors import InvalidParamsError
@@ -118,6 +119,8 @@ class TaskStream:
             if not fresh:
                 self._pending.extend(await self._backlog(self.after))
                 self._catching_up = self.after is not None
+                if self._catching_up:
+                    metrics.stream_replayed(len(self._pending))
         except BaseException:
             self.close()
             raise
@@ -140,12 +143,14 @@ class TaskStream:
                 page = await self._backlog(max(self.last, 0))
                 self._pending.extend(e for e in page if e.seq > self.last)
                 self._catching_up = bool(self._pending)
+                metrics.stream_replayed(len(self._pending))
                 continue
             elif self.finite and not self.sub.buffer:
                 self._done = True
                 self.close()
                 raise StopAsyncIteration
             elif self.sub.overflowed:
+                metrics.stream_cut_loose()
                 self.sub.overflowed = False
                 self._catching_up = True
                 continue
@@ -219,15 +224,25 @@ def check_position(value: str | int | None) -> int | None:
     """Parse a ``Last-Event-ID``: ``None`` or a non-negative integer, else a clear error."""
     if value is None or value == "":
         return None
+    text = value.strip() if isinstance(value, str) else None
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
+    elif text is not None and text.isascii() and text.isdigit() and len(text) <= 19:
+        number = int(text)
     else:
+        shown = repr(value)
+        if len(shown) > 40:
+            shown = f"{shown[:40]}… ({len(shown)} characters)"
         raise InvalidParamsError(
-            f"Last-Event-ID {value!r} is not an event number; use the id: of the last event "
+            f"Last-Event-ID {shown} is not an event number; use the id: of the last event "
             "you received (a non-negative integer)"
         )
     if number < 0:
         raise InvalidParamsError("Last-Event-ID must be 0 or more")
+    if number > _MAX_SEQ:
+        raise InvalidParamsError(f"Last-Event-ID must be at most {_MAX_SEQ}")
     return number
+
+
+#: The largest event number a store holds (a signed 64-bit integer).
+_MAX_SEQ = 2**63 - 1

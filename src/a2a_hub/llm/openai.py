@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from a2a_hub import metrics
+from a2a_hub import metrics, tracing
 from a2a_hub.llm._retry import TransientError, backoff, retry
 from a2a_hub.llm.base import ChatMessage, ChatReply, LLMError, LLMProvider, ToolCall, to_wire
 
@@ -288,7 +288,9 @@ class OpenAIProvider(LLMProvider):
 
         async def attempt() -> Any:
             try:
-                response = await self._http().post(self.url, json=body, headers=self._headers)
+                response = await self._http().post(
+                    self.url, json=body, headers=tracing.inject_headers({**self._headers})
+                )
             except httpx.HTTPError as exc:
                 raise self._transport_failure(exc) from exc
             self._check_status(response)
@@ -320,7 +322,7 @@ class OpenAIProvider(LLMProvider):
     ) -> AsyncIterator[str]:
         """Stream the reply's text deltas from the server-sent events."""
         body = self._body(messages, max_tokens=max_tokens, temperature=temperature, stream=True)
-        headers = {**self._headers, "Accept": "text/event-stream"}
+        headers = tracing.inject_headers({**self._headers, "Accept": "text/event-stream"})
 
         async def open_stream() -> httpx.Response:
             client = self._http()

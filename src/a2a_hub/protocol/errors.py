@@ -22,6 +22,7 @@ __all__ = [
     "InvalidParamsError",
     "InvalidRequestError",
     "JSONParseError",
+    "MethodNotAllowedError",
     "MethodNotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
@@ -259,6 +260,17 @@ class ResourceNotFoundError(A2AError):
     ws_code = "not_found"
     grpc_status = "NOT_FOUND"
     default_message = "Not found"
+
+
+class MethodNotAllowedError(A2AError):
+    """An HTTP method the route does not serve (405, with the ``Allow`` header)."""
+
+    code = -32600
+    http_status = 405
+    reason = "METHOD_NOT_ALLOWED"
+    ws_code = "method_not_allowed"
+    grpc_status = "UNIMPLEMENTED"
+    default_message = "Method not allowed"
 
 
 class PermissionDeniedError(A2AError):

@@ -9,20 +9,26 @@ camelCase one wins.  Answers are always camelCase.
 
 The common case costs one regular-expression scan of the body: only a body with a key that
 looks like ``snake_case`` goes the slow way (decode, rename, re-encode, typed decode).
+
+Every JSON a client sends is decoded here (:func:`decode`, :func:`decode_with`), so that what
+msgspec raises beyond a syntax error (``UnicodeDecodeError`` for a string that is not UTF-8,
+``RecursionError`` for nesting deeper than the interpreter's recursion limit) is a
+``msgspec.DecodeError`` too, which every binding answers as bad input.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 from msgspec import inspect as mi
 
-__all__ = ["decode"]
+__all__ = ["decode", "decode_with"]
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 #: A JSON key with an underscore between lower-case words: ``"history_length":``.
 _SNAKE_KEY = re.compile(rb'"[a-z][a-z0-9]*_[a-z0-9_]*"\s*:')
@@ -105,11 +111,37 @@ def _rename_child(value: Any, child: tuple[str, _Shape]) -> Any:
     return value
 
 
+class _Decoder(Protocol[T_co]):
+    def decode(self, buf: bytes, /) -> T_co: ...
+
+
+def _undecodable(exc: UnicodeDecodeError | RecursionError) -> msgspec.DecodeError:
+    if isinstance(exc, UnicodeDecodeError):
+        return msgspec.DecodeError(f"JSON text is not valid UTF-8 ({exc.reason})")
+    return msgspec.DecodeError("JSON is nested too deeply")
+
+
+def decode_with(decoder: _Decoder[T_co], raw: bytes) -> T_co:
+    """``decoder.decode(raw)``; a string that is not UTF-8, or too deep a nesting: DecodeError."""
+    try:
+        return decoder.decode(raw)
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise _undecodable(exc) from None
+
+
 def decode(raw: bytes, kind: type[T]) -> T:
     """``msgspec.json.decode(raw, type=kind)``, also accepting proto field names.
 
-    Raises what msgspec raises (``DecodeError`` / ``ValidationError``).
+    Raises what msgspec raises (``DecodeError`` / ``ValidationError``); a string that is not
+    UTF-8 and too deep a nesting are ``DecodeError`` s as well.
     """
+    try:
+        return _decode(raw, kind)
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise _undecodable(exc) from None
+
+
+def _decode(raw: bytes, kind: type[T]) -> T:
     if _SNAKE_KEY.search(raw) is None:
         return msgspec.json.decode(raw, type=kind)
     shape = _roots.get(kind)

@@ -10,6 +10,15 @@ out in sequence order while a failing webhook holds back only its own), sends
 them, and finishes or reschedules each.  A dead instance's claims come due again
 when their lease runs out, and another instance sends them.
 
+The store is asked per round, not per delivery: each turn of the dispatcher's loop
+writes the outcomes of every send that ended since the last turn in one call
+(:meth:`~a2a_hub.stores.base.PushOutbox.settle_deliveries`), claims as many due
+deliveries as there are free sending slots in one call, and reads their configs and
+events in one call (:meth:`~a2a_hub.stores.base.Store.delivery_sources`).  Up to
+``concurrency`` sends run at once, each on its own; a slow webhook occupies one
+slot, never the loop.  The more sends end while the store answers, the larger the
+next round: under load rounds grow instead of multiplying.
+
 Retries follow the shared :class:`~a2a_hub._backoff.Backoff` (first try at once,
 then 5 s, 30 s, 2 min, 10 min, 30 min, then doubling up to an hour, ±20 %; up to
 a horizon, default 24 h), honouring ``Retry-After``; ``410 Gone`` deletes the
@@ -37,12 +46,13 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
+from a2a_hub import metrics
 from a2a_hub._backoff import Backoff
 from a2a_hub.protocol import v01, v03
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig
 from a2a_hub.push.keys import SigningKeys
 from a2a_hub.push.sender import Outcome, WebhookSender
-from a2a_hub.stores.base import Delivery, Store
+from a2a_hub.stores.base import Delivery, DeliverySource, Store
 
 __all__ = ["DEFAULT_BACKOFF", "Dispatcher", "push_backoff"]
 
@@ -53,6 +63,8 @@ A2A_JSON = "application/a2a+json"
 LEASE = 60.0
 #: How often the signing keys are read again from the store.
 KEY_REFRESH = 60.0
+#: Seconds between two counts of the outbox for the ``a2a_push_outbox_deliveries`` gauge.
+BACKLOG_EVERY = 5.0
 
 
 def push_backoff(steps: str, horizon: float) -> Backoff:
@@ -88,7 +100,7 @@ class Dispatcher:
         *,
         snapshot: SnapshotReader | None = None,
         poll: float = 1.0,
-        batch: int = 64,
+        concurrency: int = 128,
         lease: float = LEASE,
     ) -> None:
         self.store = store
@@ -102,7 +114,8 @@ class Dispatcher:
         #: Seconds between claims while nothing wakes the dispatcher (other instances'
         #: deliveries, retries coming due).
         self.poll = poll
-        self.batch = batch
+        #: Sends in flight at most (the most a round claims).
+        self.concurrency = concurrency
         self.lease = lease
         #: Deliveries sent successfully by this dispatcher (for tests and metrics).
         self.sent = 0
@@ -111,6 +124,9 @@ class Dispatcher:
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
         self._sending: set[asyncio.Task[None]] = set()
+        #: Outcomes not written yet: deliveries to remove, deliveries to reschedule.
+        self._finished: list[Delivery] = []
+        self._updated: list[Delivery] = []
 
     def start(self) -> None:
         """Start claiming and sending (in the background)."""
@@ -123,7 +139,7 @@ class Dispatcher:
 
     async def close(self) -> None:
         """Stop; deliveries in flight are abandoned (their claims lapse and they are sent
-        again, by this or another instance)."""
+        again, by this or another instance); outcomes already known are written."""
         loop, self._loop = self._loop, None
         tasks = [t for t in (loop, *self._sending) if t is not None]
         for task in tasks:
@@ -131,66 +147,99 @@ class Dispatcher:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        with contextlib.suppress(Exception):
+            await self._settle()
         await self.sender.close()
 
     # --- the loop -------------------------------------------------------------------
 
     async def _run(self) -> None:
-        refreshed = time.monotonic()
+        refreshed = counted = time.monotonic()
         while True:
             self._wake.clear()
             if time.monotonic() - refreshed > KEY_REFRESH:
                 refreshed = time.monotonic()
                 with contextlib.suppress(Exception):
                     await self.keys.refresh()  # other instances' rotations; rotation by age
+            if metrics.enabled() and time.monotonic() - counted > BACKLOG_EVERY:
+                counted = time.monotonic()
+                with contextlib.suppress(Exception):  # an outage is said by the claim below
+                    metrics.push_outbox(*await self.store.outbox_size())
+            claimed: list[Delivery] = []
+            free = self.concurrency - len(self._sending)
             try:
-                claimed = await self.store.claim_deliveries(self.batch, self.lease)
+                await self._settle()  # first: a config's next delivery is due once settled
+                if free > 0:
+                    claimed = await self.store.claim_deliveries(free, self.lease)
+                    if claimed:
+                        self._spawn(claimed, await self.store.delivery_sources(claimed))
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
-                log.warning("push: cannot claim deliveries: %s", exc)
-                claimed = []
-            for delivery in claimed:
-                task = asyncio.ensure_future(self._deliver(delivery))
-                self._sending.add(task)
-                task.add_done_callback(self._sending.discard)
-            if len(claimed) >= self.batch:
-                continue
+            except Exception as exc:  # what was claimed comes due again after its lease
+                log.warning("push: cannot claim or settle deliveries: %s", exc)
+            else:
+                if claimed and len(claimed) >= free:
+                    continue  # more may be due
+            # not asyncio.wait_for: on Python 3.11 it can swallow a cancellation that
+            # arrives as the wake-up does, and close() would wait for this loop forever
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.poll)
+                async with asyncio.timeout(self.poll):
+                    await self._wake.wait()
 
-    async def _deliver(self, delivery: Delivery) -> None:
+    async def _settle(self) -> None:
+        """Write the outcomes gathered since the last round, in one store call."""
+        finished, updated = self._finished, self._updated
+        if not finished and not updated:
+            return
+        self._finished, self._updated = [], []
         try:
-            await self._attempt(delivery)
+            await self.store.settle_deliveries(finished, updated)
+        except BaseException:
+            self._finished[:0], self._updated[:0] = finished, updated  # next round
+            raise
+
+    def _spawn(self, claimed: list[Delivery], sources: list[DeliverySource]) -> None:
+        for delivery, source in zip(claimed, sources, strict=True):
+            task = asyncio.ensure_future(self._deliver(delivery, source))
+            self._sending.add(task)
+            task.add_done_callback(self._sent)
+
+    def _sent(self, task: asyncio.Task[None]) -> None:
+        self._sending.discard(task)
+        self.wake()  # its outcome is to be written, and a slot is free
+
+    async def _deliver(self, delivery: Delivery, source: DeliverySource) -> None:
+        try:
+            await self._attempt(delivery, source)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("push: delivery %s failed unexpectedly", delivery.id)
-        finally:
-            self.wake()  # the config's next delivery may be claimed now
 
-    async def _attempt(self, delivery: Delivery) -> None:
-        d = delivery
-        config = await self.store.get_push_config(d.agent_id, d.task_id, d.config_id)
+    async def _attempt(self, delivery: Delivery, source: DeliverySource) -> None:
+        d, config = delivery, source.config
         if config is None:  # deleted since: nothing to send
-            await self.store.finish_delivery(d)
+            self._finished.append(d)
+            metrics.push_delivery("dropped")
             return
-        body = await self._body(d, config.hub_protocol)
+        body = await self._body(d, config.hub_protocol, source.event)
         if body is None:
-            await self._failed(d, Outcome(ok=False, permanent=True, error="event not stored"))
+            self._failed(d, Outcome(ok=False, permanent=True, error="event not stored"))
             return
         outcome = await self._send(config, d, *body)
         if outcome.ok:
-            await self.store.finish_delivery(d)
+            self._finished.append(d)
             self.sent += 1
+            metrics.push_delivery("delivered")
         elif outcome.gone:
+            metrics.push_delivery("gone")
             log.info("push: %s answered 410 Gone; config %s deleted", config.url, d.config_id)
             await self.store.delete_push_config(d.agent_id, d.task_id, d.config_id)
-            await self.store.finish_delivery(d)
+            self._finished.append(d)
         else:
-            await self._failed(d, outcome)
+            self._failed(d, outcome)
 
-    async def _failed(self, d: Delivery, outcome: Outcome) -> None:
+    def _failed(self, d: Delivery, outcome: Outcome) -> None:
         self.failures += 1
         now = time.time()
         d.attempts += 1
@@ -200,15 +249,26 @@ class Dispatcher:
         if outcome.permanent or self.backoff.exhausted(d.attempts, now - d.first_failure):
             d.dead = True
             log.warning("push: delivery %s is dead: %s", d.id, outcome.error)
+            metrics.push_delivery("dead")
         else:
             d.due = now + self.backoff.delay(d.attempts, outcome.retry_after)
-        await self.store.update_delivery(d)
+            metrics.push_delivery("retry")
+        self._updated.append(d)
 
-    async def _body(self, d: Delivery, protocol: str | None) -> tuple[bytes, str] | None:
+    async def _body(
+        self, d: Delivery, protocol: str | None, event: StreamResponse | None
+    ) -> tuple[bytes, str] | None:
         """The body of a delivery and its content type (``None``: its event is gone).
 
-        1.0 configs get the event as a ``StreamResponse``; configs set through 0.3 or 0.1
-        get the task as it is now in that version's shape (what their SDKs send)."""
+        1.0 configs get the event (read with the round's sources) as a ``StreamResponse``;
+        configs set through 0.3 or 0.1 get the task as it is now in that version's shape
+        (what their SDKs send), and a snapshot delivery the task as it is now."""
+        if protocol not in ("0.1", "0.3") and not d.snapshot:
+            if event is None:
+                return None
+            art = event.artifact_update
+            if art is None or not art.append:
+                return _enc.encode(event), A2A_JSON
         task = await self.snapshot(d.agent_id, d.task_id)
         if task is None:
             return None
@@ -216,12 +276,8 @@ class Dispatcher:
             return _enc.encode(v01.encode_task(task)), "application/json"
         if protocol == "0.3":
             return _enc.encode(v03.encode_task(task)), "application/json"
-        if d.snapshot:
+        if d.snapshot or event is None:
             return _enc.encode(StreamResponse(task=task)), A2A_JSON
-        found = await self.store.read_events(d.agent_id, d.task_id, after=d.seq - 1, limit=1)
-        if not found or found[0].seq != d.seq:
-            return None
-        event = found[0].event
         art = event.artifact_update
         if art is not None and art.append:  # the last chunk: send the whole artifact
             whole = next(
@@ -239,16 +295,17 @@ class Dispatcher:
     async def _send(
         self, config: TaskPushNotificationConfig, d: Delivery, body: bytes, content_type: str
     ) -> Outcome:
+        delivery_id = d.id
         token = self.keys.sign(
             issuer=self.issuer(d.agent_id),
             audience=config.url,
-            jti=d.id,
+            jti=delivery_id,
             task_id=d.task_id,
             body=body,
         )
         headers = {
             "Content-Type": content_type,
-            "X-A2A-Notification-Id": d.id,
+            "X-A2A-Notification-Id": delivery_id,
             "X-A2A-Event-Seq": str(d.seq),
             "X-A2A-Notification-JWT": token,
         }

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import time
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -60,10 +61,16 @@ def address_problem(ip: IPAddress) -> str | None:
     return None
 
 
+#: Seconds a URL accepted at config time is accepted again without a new check.
+ACCEPTED_TTL = 10.0
+
+
 class WebhookPolicy:
     """Which webhook URLs may be called: public ``https`` hosts plus ``allow_hosts``."""
 
     def __init__(self, allow_hosts: Iterable[str] = ()) -> None:
+        #: url -> until when it is accepted without a new check.
+        self._accepted: dict[str, float] = {}
         self.names: set[str] = set()
         self.networks: list[IPNetwork] = []
         for entry in allow_hosts:
@@ -161,10 +168,18 @@ class WebhookPolicy:
 
     async def check_url(self, url: str) -> None:
         """Config-time check of a webhook URL (scheme, host, resolved addresses); an
-        allow-listed host name is accepted without resolving it."""
+        allow-listed host name is accepted without resolving it.  A URL that passed is
+        not checked again for :data:`ACCEPTED_TTL` seconds (every connection is checked
+        again anyway, against the address it goes to)."""
+        now = time.monotonic()
+        if self._accepted.get(url, 0.0) > now:
+            return
         _, host, _ = self.split(url)
         if not self.allowed_host(host):
             await self.resolve(url)
+        if len(self._accepted) >= 4096:
+            self._accepted.clear()
+        self._accepted[url] = now + ACCEPTED_TTL
 
 
 def _literal(host: str) -> IPAddress | None:

@@ -48,6 +48,7 @@ from starlette.routing import BaseRoute, Route
 
 from a2a_hub.agents.loader import build_executor
 from a2a_hub.engine.caller import Caller
+from a2a_hub.protocol import fieldnames
 from a2a_hub.protocol.errors import (
     A2AError,
     AgentNotFoundError,
@@ -124,7 +125,7 @@ def admin(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
 async def _body(request: Request, type_: type[Any]) -> Any:
     raw = await request.body()
     try:
-        return msgspec.json.decode(raw or b"{}", type=type_)
+        return fieldnames.decode_with(msgspec.json.Decoder(type_), raw or b"{}")
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(f"bad request body: {exc}") from None
     except msgspec.DecodeError as exc:

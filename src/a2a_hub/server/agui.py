@@ -36,6 +36,7 @@ from starlette.responses import Response, StreamingResponse
 from a2a_hub.engine.executor import PROGRESS_KEY, text_of
 from a2a_hub.engine.state import new_id
 from a2a_hub.engine.stream import TaskStream
+from a2a_hub.protocol import fieldnames
 from a2a_hub.protocol.errors import InvalidParamsError, JSONParseError
 from a2a_hub.protocol.types import (
     ListTasksRequest,
@@ -167,6 +168,7 @@ AgUiEvent = (
 
 _enc = msgspec.json.Encoder()
 _dec = msgspec.json.Decoder(RunAgentInput)
+_any_dec = msgspec.json.Decoder()
 
 
 def _sse(event: AgUiEvent) -> bytes:
@@ -192,7 +194,7 @@ async def ag_ui_run(request: Request) -> Response:
     agent = agent_of(request, hub)
     body = await read_body(request, hub.settings.server.max_body_bytes)
     try:
-        run = _dec.decode(body)
+        run = fieldnames.decode_with(_dec, body)
     except msgspec.DecodeError as exc:
         if isinstance(exc, msgspec.ValidationError):
             raise InvalidParamsError(f"RunAgentInput: {exc}") from None
@@ -219,7 +221,7 @@ async def _a2a_message(agent: HostedAgent, run: RunAgentInput, caller: Any) -> M
         content = last.content
         if isinstance(content, str):
             with contextlib.suppress(msgspec.DecodeError):
-                content = msgspec.json.decode(content)
+                content = fieldnames.decode_with(_any_dec, content.encode())
         answers[last.tool_call_id] = (
             {"status": "error", "error_message": last.error}
             if last.error

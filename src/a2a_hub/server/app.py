@@ -18,8 +18,10 @@ routes of an agent (:data:`AGENT_ROUTES`) are module-level endpoints that find t
 hub in ``request.app.state.hub`` and the agent per request, so agents added to or
 removed from the hub while it serves are found, or not, at once.  Around everything,
 :class:`~a2a_hub.server.extensions.ExtensionsMiddleware` reads the ``A2A-Extensions``
-header and echoes the extensions a send activated.  The gRPC binding, when
-``grpc_port`` is set, is started and stopped by the hub in the app's lifespan.
+header and echoes the extensions a send activated; before it, :mod:`a2a_hub.server.hosts`
+refuses untrusted ``Host`` headers and, when ``cors_origins`` is set, answers CORS.  The
+gRPC binding, when ``grpc_port`` is set, is started and stopped by the hub in the app's
+lifespan.
 """
 
 from __future__ import annotations
@@ -31,13 +33,22 @@ from collections.abc import AsyncIterator, Sequence
 import msgspec
 from starlette._utils import get_route_path
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Match, Mount, Route, WebSocketRoute, compile_path
+from starlette.routing import (
+    BaseRoute,
+    Match,
+    Mount,
+    Route,
+    Router,
+    WebSocketRoute,
+    compile_path,
+)
 from starlette.types import Scope
 
-from a2a_hub import metrics
+from a2a_hub import metrics, tracing
 from a2a_hub._logging import configure_logging
 from a2a_hub.server import rest
 from a2a_hub.server.admin import ADMIN_ROUTES
@@ -46,15 +57,17 @@ from a2a_hub.server.auth import ApiKeyMiddleware
 from a2a_hub.server.cards import agent_card, jwks, legacy_agent_card
 from a2a_hub.server.chat import chat_asset, chat_page
 from a2a_hub.server.conversations import context_messages
-from a2a_hub.server.errors import JSON
+from a2a_hub.server.errors import JSON, http_exception
 from a2a_hub.server.extensions import ExtensionsMiddleware
 from a2a_hub.server.health import healthz, readyz, version
+from a2a_hub.server.hosts import TrustedHostMiddleware, cors_middleware, trusted_hosts
 from a2a_hub.server.http import base_url, hub_of
 from a2a_hub.server.hub import Hub
 from a2a_hub.server.jsonrpc import rpc
 from a2a_hub.server.metrics import MetricsMiddleware, metrics_endpoint
 from a2a_hub.server.retention import Retention
 from a2a_hub.server.shutdown import Drain
+from a2a_hub.server.tracing import TracingMiddleware
 from a2a_hub.server.ws import websocket_endpoint
 
 __all__ = [
@@ -129,6 +142,11 @@ AGENT_ROUTES: list[BaseRoute] = [
 ]
 
 
+def _router(routes: Sequence[BaseRoute]) -> Router:
+    """A mount's router: unknown paths are the app's 404 (JSON, slash redirects included)."""
+    return Router(routes=list(routes), redirect_slashes=False)
+
+
 class AgentMount(Mount):
     """A :class:`Mount` of the agent routes that also answers at its bare prefix.
 
@@ -152,7 +170,7 @@ class AgentMount(Mount):
         middleware: Sequence[Middleware] | None = None,
         claim_unknown: bool = True,
     ) -> None:
-        super().__init__(path, routes=routes, middleware=middleware)
+        super().__init__(path, app=_router(routes), middleware=middleware)
         prefix = compile_path(self.path)[0].pattern.removesuffix("$") if self.path else "^"
         self._regex = re.compile(prefix + "(?P<_rest>/.*)?$")
         self._claim_unknown = claim_unknown
@@ -263,7 +281,7 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         Route("/version", version, methods=["GET"]),
         Route("/", index, methods=["GET"]),
-        Mount("/admin/v1", routes=ADMIN_ROUTES),
+        Mount("/admin/v1", app=_router(ADMIN_ROUTES)),
         Route("/.well-known/jwks.json", jwks, methods=["GET"]),
         AgentMount("/a2a/{agent_id}", AGENT_ROUTES, middleware=middleware),
         AgentMount("", AGENT_ROUTES, middleware=middleware, claim_unknown=False),
@@ -272,9 +290,22 @@ def create_app(
         routes.insert(3, Route("/metrics", metrics_endpoint, methods=["GET"]))
     outer = [
         Middleware(MetricsMiddleware, record=server.metrics, log_format=server.access_log),
+        Middleware(TrustedHostMiddleware, hosts=trusted_hosts(server)),
         Middleware(ExtensionsMiddleware),
     ]
-    app = Starlette(routes=routes, middleware=outer, lifespan=lifespan)
+    cors = cors_middleware(server)
+    if cors is not None:
+        outer.insert(2, cors)
+    tracing.configure(server.tracing)
+    if server.tracing != "off":
+        outer.insert(0, Middleware(TracingMiddleware))
+    app = Starlette(
+        routes=routes,
+        middleware=outer,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: http_exception},
+    )
+    app.router.redirect_slashes = False  # errors.http_exception redirects, with a JSON body
     app.state.hub = hub
     app.state.drain = drain
     return app

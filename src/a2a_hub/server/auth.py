@@ -5,9 +5,14 @@ For an agent that requires keys (``auth = "api-key"`` on the agent, or the
 ``auth.require_keys`` setting) a request without a key, or with an unknown,
 revoked or expired one, is refused with 401 (``WWW-Authenticate`` and a protocol
 error body), and a key that does not open the agent with 403.  The agent cards
-stay public.  On an open agent a request without a key is :data:`ANONYMOUS`; one
-with a key is that key's caller (so its tasks are its own), and a bad key is
-still refused.
+and the chat page (which asks for the key itself) stay public.  On an open agent
+a request without a key is :data:`ANONYMOUS`; one with a key is that key's caller
+(so its tasks are its own), and a bad key is still refused.
+
+WebSocket upgrades: the key may also come in the query string or a subprotocol
+(browsers cannot set headers), or, on an agent that requires keys, in the socket's
+first frame (``{"action": "authenticate", "api_key": KEY}``, see
+:mod:`a2a_hub.server.ws`); an open agent never needs one.
 
 Looked-up keys are cached in the process for ``auth.cache_seconds`` (1 s by
 default): a key revoked on another instance sharing the registry stops working
@@ -19,24 +24,40 @@ from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qs
 
 from starlette.types import Scope
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.protocol.errors import PermissionDeniedError, UnauthenticatedError
 from a2a_hub.registry import KeyInfo, Registry
-from a2a_hub.server.caller import CallerMiddleware
+from a2a_hub.server.caller import KEY_IN_FIRST_FRAME, CallerMiddleware
 
 if TYPE_CHECKING:
     from a2a_hub.server.hub import Hub
 
-__all__ = ["ApiKeyMiddleware", "Authenticator", "authenticate", "key_of"]
+__all__ = [
+    "KEY_SUBPROTOCOL",
+    "ApiKeyMiddleware",
+    "Authenticator",
+    "authenticate",
+    "key_of",
+]
 
 _PUBLIC_SUFFIXES = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+_CHAT_FILES = ("/chat/chat.js", "/chat/chat.css")
+
+
+#: The subprotocol prefix a browser offers its key with (``a2a-key.<key>``).
+KEY_SUBPROTOCOL = "a2a-key."
 
 
 def key_of(scope: Scope) -> str | None:
-    """The API key a request carries (``X-API-Key`` or ``Authorization: Bearer``), if any."""
+    """The API key a request carries (``X-API-Key`` or ``Authorization: Bearer``), if any.
+
+    A WebSocket upgrade may also carry it where a browser can put it: the query string
+    (``?api_key=KEY``) or a subprotocol ``a2a-key.<KEY>`` offered beside ``a2a-hub``.
+    """
     bearer: str | None = None
     for name, value in scope["headers"]:
         if name == b"x-api-key":
@@ -45,7 +66,14 @@ def key_of(scope: Scope) -> str | None:
             scheme, _, token = value.decode("latin-1").partition(" ")
             if scheme.lower() == "bearer":
                 bearer = token.strip() or None
-    return bearer
+    if bearer is not None or scope["type"] != "websocket":
+        return bearer
+    for offered in scope.get("subprotocols") or ():
+        if offered.startswith(KEY_SUBPROTOCOL):
+            return offered[len(KEY_SUBPROTOCOL) :].strip() or None
+    query = scope.get("query_string", b"").decode("latin-1")
+    found = parse_qs(query).get("api_key")
+    return found[0].strip() or None if found else None
 
 
 class Authenticator:
@@ -125,8 +153,23 @@ class ApiKeyMiddleware(CallerMiddleware):
         agent_id = scope["path_params"].get("agent_id")
         if agent_id is None:
             agent_id = hub.default_agent_id
-        return await authenticate(hub, agent_id, key_of(scope))
+        key = key_of(scope)
+        if key is None and scope["type"] == "websocket" and hub.requires_key(agent_id):
+            # the upgrade carries no key: the socket's first frame must (``authenticate``);
+            # until then the request has no caller (``caller_of`` refuses it)
+            state = scope.setdefault("state", {})
+            state[KEY_IN_FIRST_FRAME] = True
+            return ANONYMOUS
+        return await authenticate(hub, agent_id, key)
 
 
 def _public(scope: Scope) -> bool:
-    return scope.get("method") in ("GET", "HEAD") and scope["path"].endswith(_PUBLIC_SUFFIXES)
+    """The agent card and the chat page with its two files (the page asks for the key
+    itself, and sends it with every action); nothing else of an agent."""
+    if scope.get("method") not in ("GET", "HEAD"):
+        return False
+    path: str = scope["path"]
+    if path.endswith(_PUBLIC_SUFFIXES):
+        return True
+    route = path[len(scope.get("root_path", "")) :]  # the path inside the agent's mount
+    return route == "/chat" or route in _CHAT_FILES

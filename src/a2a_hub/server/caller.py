@@ -32,7 +32,9 @@ and a protocol error body (:func:`a2a_hub.server.errors.error_reply`); no handle
 runs.  The agent id of the route is already in ``scope["path_params"]``
 (absent for the root alias, which serves the hub's default agent).  Only HTTP
 requests and WebSocket upgrades get a caller; a refused WebSocket upgrade is
-closed with code 1008 before it is accepted (the client sees HTTP 403).  A
+refused before it is accepted: with the error's own HTTP answer (401 / 403 and
+the error body) where the server offers the ASGI ``websocket.http.response``
+extension (uvicorn does), else closed with code 1008 (the client sees HTTP 403).  A
 browser cannot set headers on a WebSocket: it sends its key in the query string
 or as a subprotocol ``a2a-key.<key>`` beside ``a2a-hub`` (``scope["subprotocols"]``),
 which ``identify`` may read (see :mod:`a2a_hub.server.ws`).
@@ -44,10 +46,15 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
-from a2a_hub.protocol.errors import A2AError
+from a2a_hub.protocol.errors import A2AError, UnauthenticatedError
 from a2a_hub.server.errors import error_reply
 
-__all__ = ["CallerMiddleware", "caller_of"]
+__all__ = ["KEY_IN_FIRST_FRAME", "CallerMiddleware", "caller_of"]
+
+#: The ``scope["state"]`` flag of a WebSocket upgrade to an agent that requires keys,
+#: made without one: the socket's first frame must carry it, and until then the
+#: request has no caller (:func:`caller_of` refuses it).
+KEY_IN_FIRST_FRAME = "key_in_first_frame"
 
 
 class CallerMiddleware:
@@ -61,9 +68,11 @@ class CallerMiddleware:
             try:
                 caller = await self.identify(scope)
             except A2AError as err:
-                if scope["type"] == "websocket":
+                if scope["type"] == "websocket" and "websocket.http.response" not in scope.get(
+                    "extensions", {}
+                ):
                     await send({"type": "websocket.close", "code": 1008, "reason": err.message})
-                else:
+                else:  # a WebSocket upgrade refused with the HTTP answer when the server can
                     await error_reply(scope, err)(scope, receive, send)
                 return
             state = scope.get("state")
@@ -88,5 +97,8 @@ def caller_of(request: HTTPConnection) -> Caller:
     fails (``KeyError``, answered as an internal error) rather than defaulting to
     :data:`ANONYMOUS`, which sees every task.
     """
-    caller: Caller = request.scope["state"]["caller"]
+    state = request.scope["state"]
+    if state.get(KEY_IN_FIRST_FRAME):
+        raise UnauthenticatedError("send the API key first")
+    caller: Caller = state["caller"]
     return caller

@@ -16,12 +16,20 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
+from starlette.datastructures import URL
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import Scope
 
 from a2a_hub import metrics
-from a2a_hub.protocol.errors import A2AError, InternalError
+from a2a_hub.protocol.errors import (
+    A2AError,
+    InternalError,
+    MethodNotAllowedError,
+    ResourceNotFoundError,
+)
 
 __all__ = [
     "JSON",
@@ -31,6 +39,7 @@ __all__ = [
     "error_info",
     "error_reply",
     "guarded",
+    "http_exception",
     "protocol_error",
     "rest_error",
 ]
@@ -145,3 +154,61 @@ def error_reply(scope: Scope, err: A2AError) -> Response:
     if err.http_status == 401:
         response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
     return response
+
+
+async def http_exception(request: Request, exc: Exception) -> Response:
+    """The app's answer to Starlette's own refusals: an unknown path or an unserved method.
+
+    A 404 or 405 gets the HTTP+JSON error body (never Starlette's plain text); a path
+    that only misses or has one trailing slash too many is redirected (307) to the one
+    that exists, with a JSON body saying where.  The routers' own slash redirects are
+    off (they answer with an empty body), so this is the one place that does it.
+    """
+    assert isinstance(exc, HTTPException)
+    method, path = request.method, request.url.path
+    if exc.status_code == 404:
+        target = _slash_twin(request)
+        if target is not None:
+            body = _enc.encode({"redirect": str(target)})
+            return Response(body, 307, headers={"Location": str(target)}, media_type=JSON)
+        return rest_error(ResourceNotFoundError(f"No route {method} {path} here"))
+    if exc.status_code == 405:
+        allow = (exc.headers or {}).get("Allow", "")
+        response = rest_error(
+            MethodNotAllowedError(f"{method} is not served at {path}; allowed: {allow}")
+        )
+        response.headers["Allow"] = allow
+        return response
+    body = _enc.encode(
+        {"error": {"code": exc.status_code, "status": "UNKNOWN", "message": exc.detail}}
+    )
+    return Response(body, exc.status_code, headers=exc.headers, media_type=JSON)
+
+
+def _slash_twin(request: Request) -> URL | None:
+    """The request's URL with its trailing slash toggled, if the app routes that path."""
+    scope = request.scope
+    path = scope["path"]
+    if scope["type"] != "http" or path in ("", "/"):
+        return None
+    twin = {
+        **scope,
+        "path": path.rstrip("/") if path.endswith("/") else path + "/",
+        "root_path": scope.get("app_root_path", ""),  # the mounts traversed changed root_path
+    }
+    if not _routable(request.app.router.routes, twin):
+        return None
+    return URL(scope=twin)
+
+
+def _routable(routes: list[BaseRoute], scope: Scope) -> bool:
+    for route in routes:
+        match, child = route.matches(scope)
+        if match is Match.NONE:
+            continue
+        if isinstance(route, Mount):
+            if _routable(route.routes, {**scope, **child}):
+                return True
+            continue
+        return True
+    return False

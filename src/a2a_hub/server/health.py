@@ -19,6 +19,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from a2a_hub._logging import redact
 from a2a_hub.server.errors import JSON
 from a2a_hub.server.http import hub_of
 
@@ -44,7 +45,7 @@ async def _check(probe: Awaitable[object], within: float) -> str | None:
     except TimeoutError:
         return f"no answer within {within:g} s"
     except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
+        return redact(f"{type(exc).__name__}: {exc}")  # a driver's message may hold a URL
     return None
 
 

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from a2a_hub.protocol.errors import PayloadTooLargeError
 from a2a_hub.server.hub import HostedAgent, Hub
 
-__all__ = ["a2a_version", "agent_of", "base_url", "hub_of", "read_body"]
+__all__ = ["a2a_version", "agent_of", "base_url", "hub_of", "is_json", "read_body"]
 
 
 def hub_of(request: Request) -> Hub:
@@ -43,6 +43,17 @@ def base_url(request: Request, hub: Hub, agent: HostedAgent | None) -> str:
         root = f"{request.url.scheme}://{request.url.netloc}{mounted}"
     root = root.rstrip("/")
     return root if agent is None else f"{root}/a2a/{agent.id}"
+
+
+def is_json(content_type: str | None) -> bool:
+    """Whether a ``Content-Type`` declares JSON: ``application/json``, ``application/a2a+json``
+    or any other ``+json`` type, with any parameters."""
+    if not content_type:
+        return False
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
 
 
 def a2a_version(request: Request) -> str | None:

@@ -32,7 +32,7 @@ from a2a_hub.protocol.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from a2a_hub.protocol.types import AgentExtension, Task
+from a2a_hub.protocol.types import AgentExtension, Message, Task
 from a2a_hub.push.dispatcher import Dispatcher, push_backoff
 from a2a_hub.push.keys import SigningKeys
 from a2a_hub.push.sender import WebhookSender
@@ -145,6 +145,7 @@ class Hub:
             agents=self._engine_of,
             mcp_servers={server.name: server for server in settings.mcp_servers},
             agent_ids=lambda: sorted(self.agents),
+            conversations=self._conversation,
         )
         #: Engines of removed agents whose running tasks have not ended yet.
         self._retiring: dict[asyncio.Task[None], TaskEngine] = {}
@@ -228,6 +229,18 @@ class Hub:
 
     def _known(self) -> str:
         return ", ".join(sorted(self.agents)) or "none"
+
+    async def _conversation(
+        self, agent_id: str, context_id: str, owner: str | None, limit: int
+    ) -> list[Message] | None:
+        """The last ``limit`` recorded messages of a conversation of ``owner`` (``None``:
+        anonymous, who sees every conversation), for the agents' prompts."""
+        if self.registry is None:
+            return None
+        found = await self.registry.conversation_tail(agent_id, context_id, limit)
+        if found is None or (owner is not None and found[0] != owner):
+            return None
+        return found[1]
 
     # --- the live registry ------------------------------------------------------------
 
@@ -345,6 +358,7 @@ class Hub:
             push_backoff(self.settings.push.retry_steps, self.settings.push.retry_horizon),
             snapshot=self._snapshot,
             lease=self.settings.push.claim_lease,
+            concurrency=self.settings.push.concurrency,
         )
         for agent in self.agents.values():
             agent.engine.push.on_queued = self.push.wake

@@ -7,8 +7,8 @@ Without a version the method name decides (a PascalCase name is served as
 1.0, a slash name as 0.3 or 0.1), so a plain ``curl -H 'content-type: application/json'``
 works.  Errors are answered with HTTP 200 and a JSON-RPC error object, as the protocol
 does, carrying the request's ``id`` whenever it can be read, even from an invalid request
-(JSON-RPC 2.0 section 5).  A body whose ``Content-Type`` is not JSON is refused with HTTP
-415 before anything else (:func:`check_content_type`).  1.0 params may use the proto field
+(JSON-RPC 2.0 section 5).  A body whose ``Content-Type`` is not JSON (or that has none) is refused
+with HTTP 415 before anything else (:func:`check_content_type`).  1.0 params may use the proto field
 names (``history_length``) as well as camelCase (:mod:`a2a_hub.protocol.fieldnames`).  The
 send and stream methods of every version activate the extensions the request asks for
 (:mod:`a2a_hub.server.extensions`).
@@ -47,9 +47,9 @@ from a2a_hub.protocol.types import (
     TaskPushNotificationConfig,
 )
 from a2a_hub.server.caller import caller_of
-from a2a_hub.server.errors import JSON, encode_error, protocol_error
+from a2a_hub.server.errors import JSON, WWW_AUTHENTICATE, encode_error, protocol_error
 from a2a_hub.server.extensions import activate_for_request
-from a2a_hub.server.http import a2a_version, agent_of, hub_of, read_body
+from a2a_hub.server.http import a2a_version, agent_of, hub_of, is_json, read_body
 from a2a_hub.server.hub import HostedAgent
 from a2a_hub.server.metrics import VERSION_KEY
 from a2a_hub.server.sse import SseReply, encoded_event, sse_response
@@ -103,6 +103,8 @@ def _decode(raw: msgspec.Raw, kind: type[T]) -> T:
         return fieldnames.decode(raw, kind)
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(f"invalid params: {_field_msg(exc)}") from None
+    except msgspec.DecodeError as exc:  # the envelope skipped params: not UTF-8, too deep
+        raise JSONParseError(f"Invalid JSON payload: {exc}") from None
 
 
 def _field_msg(exc: msgspec.ValidationError) -> str:
@@ -112,7 +114,10 @@ def _field_msg(exc: msgspec.ValidationError) -> str:
 def _decode_any(raw: msgspec.Raw) -> Any:
     if not raw:
         raise InvalidParamsError("params is required for this method")
-    params = _any_dec.decode(raw)
+    try:
+        params = fieldnames.decode_with(_any_dec, raw)
+    except msgspec.DecodeError as exc:
+        raise JSONParseError(f"Invalid JSON payload: {exc}") from None
     if not isinstance(params, dict):
         raise InvalidParamsError("params must be an object")
     return params
@@ -474,7 +479,7 @@ def _family_of(version: str) -> str:
 def _readable_id(body: bytes) -> str | int | None:
     """The ``id`` of a request that is not valid JSON-RPC, if one can be read (else None)."""
     try:
-        obj = _any_dec.decode(body)
+        obj = fieldnames.decode_with(_any_dec, body)
     except msgspec.DecodeError:
         return None
     if not isinstance(obj, dict):
@@ -492,23 +497,21 @@ def _family_or_none(version: str | None) -> str | None:
         return None
 
 
-_JSON_TYPES = ("application/json", "application/a2a+json")
-
-
 def check_content_type(content_type: str | None) -> None:
     """Refuse (:class:`ContentTypeNotSupportedError`, HTTP 415) a body not declared as JSON.
 
-    ``application/json`` and ``application/a2a+json`` (any parameters) are served; a
-    request without a ``Content-Type`` is read as JSON.
+    ``application/json``, ``application/a2a+json`` and any other ``+json`` type (any
+    parameters) are served.  A request without a ``Content-Type``, or with ``text/plain``
+    or a form type, is refused: those are the types a web page may send to another site
+    without a CORS preflight, so accepting them would let any page create or cancel tasks
+    on a hub it can reach (a local one included).
     """
-    if content_type is None:
+    if is_json(content_type):
         return
-    media = content_type.split(";")[0].strip().lower()
-    if media in _JSON_TYPES or not media:
-        return
+    media = (content_type or "").split(";")[0].strip().lower()
     raise ContentTypeNotSupportedError(
-        f"Content-Type {media!r} is not supported by the JSON-RPC endpoint; send the "
-        "request as application/json (or application/a2a+json)",
+        f"Content-Type {media or '(none)'!r} is not supported by the JSON-RPC endpoint; send "
+        "the request as application/json (or application/a2a+json)",
         data={"contentType": media},
     )
 
@@ -518,7 +521,9 @@ async def rpc(request: Request) -> Response:
 
     A request refused before its body is parsed (no such agent, a body over the
     limit, a Content-Type that is not JSON) gets the error's HTTP status; after that
-    every error is a JSON-RPC error object with HTTP 200.  Never raises.
+    every error is a JSON-RPC error object with HTTP 200, except a missing credential
+    (401 with ``WWW-Authenticate``, e.g. ``GetExtendedAgentCard`` without a key).  Never
+    raises.
     """
     hub = hub_of(request)
     req_id: str | int | None = None
@@ -537,7 +542,7 @@ async def rpc(request: Request) -> Response:
             raise
         status = 200
         try:
-            env = _env_dec.decode(body)
+            env = fieldnames.decode_with(_env_dec, body)
         except msgspec.ValidationError as exc:
             req_id = _readable_id(body)
             family = _family_or_none(version)
@@ -561,6 +566,11 @@ async def rpc(request: Request) -> Response:
         return Response(_enc.encode(_Ok("2.0", req_id, result)), media_type=JSON)
     except Exception as exc:
         err = protocol_error(exc, where)
-        return Response(
-            encode_error(req_id, err, family or "1.0"), status or err.http_status, media_type=JSON
+        # a missing credential is a 401 on every binding (the extended card asks for one)
+        http_status = 401 if err.http_status == 401 else status or err.http_status
+        response = Response(
+            encode_error(req_id, err, family or "1.0"), http_status, media_type=JSON
         )
+        if http_status == 401:
+            response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+        return response

@@ -35,7 +35,7 @@ from a2a_hub.protocol.types import (
 from a2a_hub.server.caller import caller_of
 from a2a_hub.server.errors import error_body, guarded
 from a2a_hub.server.extensions import activate_for_request
-from a2a_hub.server.http import a2a_version, agent_of, hub_of, read_body
+from a2a_hub.server.http import a2a_version, agent_of, hub_of, is_json, read_body
 from a2a_hub.server.hub import HostedAgent, Hub
 from a2a_hub.server.jsonrpc import SERVED_VERSIONS
 from a2a_hub.server.sse import SseReply, encoded_event, sse_response
@@ -56,7 +56,8 @@ __all__ = [
 A2A_JSON = "application/a2a+json"
 
 _enc = msgspec.json.Encoder()
-_JSON_TYPES = ("application/json", "application/a2a+json")
+_object_dec = msgspec.json.Decoder(dict[str, Any])
+_push_config_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
 _BY_LABEL = {state.label: state for state in TaskState}
 _SNAKE = re.compile(r"([A-Z])")
 
@@ -84,8 +85,9 @@ def _ok(result: Any) -> Response:
 
 
 def _check_json(request: Request, body: bytes) -> None:
-    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if ctype not in _JSON_TYPES and (body or ctype):
+    content_type = request.headers.get("content-type")
+    if not is_json(content_type) and (body or content_type):
+        ctype = (content_type or "").split(";")[0].strip().lower()
         raise ContentTypeNotSupportedError(
             f"Content-Type {ctype or '(none)'!r} is not supported; send application/json "
             "or application/a2a+json",
@@ -230,7 +232,7 @@ async def cancel_task(request: Request) -> Response:
     _check_json(request, body)
     if body.strip():
         try:
-            msgspec.json.decode(body, type=dict[str, Any])
+            fieldnames.decode_with(_object_dec, body)
         except msgspec.DecodeError as exc:
             raise InvalidParamsError(f"request body must be a JSON object: {exc}") from None
     task = await agent.engine.cancel_task(request.path_params["task_id"], caller=caller_of(request))
@@ -260,7 +262,7 @@ async def push_config(request: Request) -> Response:
     body = await read_body(request, hub.settings.server.max_body_bytes)
     _check_json(request, body)
     try:
-        config = msgspec.json.decode(body, type=TaskPushNotificationConfig)
+        config = fieldnames.decode_with(_push_config_dec, body)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise InvalidParamsError(f"invalid push notification config: {exc}") from None
     if config.task_id not in (None, "", task_id):

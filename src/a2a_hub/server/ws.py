@@ -25,10 +25,15 @@ seconds is closed; one that does not read an event within ``ws_send_timeout``
 seconds is cut loose (code 1013) and resyncs from the log when it comes back.
 
 API keys: the upgrade request goes through the same middleware as every HTTP
-request, so a key in a header, the query string or the ``Sec-WebSocket-Protocol``
-(browsers offer ``a2a-hub`` plus ``a2a-key.<key>``) is read by
-``CallerMiddleware.identify``; the server always answers with the ``a2a-hub``
-subprotocol when the client offers it.
+request, so a key in a header, the query string (``api_key``) or the
+``Sec-WebSocket-Protocol`` (browsers offer ``a2a-hub`` plus ``a2a-key.<key>``) is read
+by ``ApiKeyMiddleware.identify`` (a bad one refuses the upgrade with 401 / 403); the
+server always answers with the ``a2a-hub`` subprotocol when the client offers it.  A
+socket to an agent that requires keys, opened without one, must send it as its first
+frame, ``{"action": "authenticate", "api_key": KEY}`` (answered with
+``authenticated``); anything else, or a bad key, gets an ``error`` event
+(``unauthenticated`` / ``permission_denied``) and close code 1008.  An open agent
+never needs a key.
 """
 
 from __future__ import annotations
@@ -42,9 +47,11 @@ from typing import Any
 import msgspec
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from a2a_hub import metrics
 from a2a_hub.engine.caller import Caller
 from a2a_hub.engine.engine import TaskEngine
 from a2a_hub.engine.stream import TaskStream
+from a2a_hub.protocol import fieldnames
 from a2a_hub.protocol.errors import (
     A2AError,
     InvalidParamsError,
@@ -52,6 +59,7 @@ from a2a_hub.protocol.errors import (
     JSONParseError,
     MethodNotFoundError,
     PayloadTooLargeError,
+    UnauthenticatedError,
 )
 from a2a_hub.protocol.types import (
     ListTasksRequest,
@@ -62,12 +70,15 @@ from a2a_hub.protocol.types import (
     Task,
     TaskState,
 )
-from a2a_hub.server.caller import caller_of
+from a2a_hub.server.auth import KEY_SUBPROTOCOL, authenticate
+from a2a_hub.server.caller import KEY_IN_FIRST_FRAME, caller_of
 from a2a_hub.server.errors import protocol_error
 from a2a_hub.server.hub import HostedAgent, Hub
 from a2a_hub.server.ws_events import (
     TOOL_CALL_KIND,
     TOOL_RESPONSE_KIND,
+    Authenticate,
+    Authenticated,
     CancelTask,
     ClientAction,
     Ping,
@@ -94,8 +105,11 @@ CLOSE_TRY_AGAIN = 1013
 CLOSE_POLICY = 1008
 CLOSE_GOING_AWAY = 1001
 
-_ACTIONS = {"send_message", "cancel_task", "ping", "tool_response", "sync_state"}
+_ACTIONS = {"send_message", "cancel_task", "ping", "tool_response", "sync_state", "authenticate"}
+#: Seconds a socket to a protected agent, opened without a key, has to send it.
+_FIRST_FRAME_TIMEOUT = 10.0
 _enc = msgspec.json.Encoder()
+_any_dec = msgspec.json.Decoder()
 
 
 class _Sockets:
@@ -126,11 +140,17 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         await websocket.accept(subprotocol)
         await _send_error_and_close(websocket, err, CLOSE_POLICY)
         return
-    caller = caller_of(websocket)
     settings = hub.settings.server
+    await websocket.accept(subprotocol)
+    if websocket.scope["state"].get(KEY_IN_FIRST_FRAME):
+        first = await _first_frame_caller(websocket, hub, agent)
+        if first is None:
+            return
+        caller = first
+    else:
+        caller = caller_of(websocket)
     sockets = _sockets(websocket)
     key = caller.key_id or caller.principal
-    await websocket.accept(subprotocol)
     if sockets.agents[agent.id] >= settings.ws_max_sockets or (
         key is not None and sockets.keys[key] >= settings.ws_max_sockets_per_key
     ):
@@ -148,12 +168,57 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     sockets.agents[agent.id] += 1
     if key is not None:
         sockets.keys[key] += 1
+    record = metrics.enabled()
+    if record:
+        metrics.WEBSOCKETS_OPEN.inc()
     try:
         await Connection(websocket, hub, agent, caller).run()
     finally:
+        if record:
+            metrics.WEBSOCKETS_OPEN.dec()
         sockets.agents[agent.id] -= 1
         if key is not None:
             sockets.keys[key] -= 1
+
+
+async def _first_frame_caller(websocket: WebSocket, hub: Hub, agent: HostedAgent) -> Caller | None:
+    """The caller of a socket to a protected agent opened without a key: its first frame
+    must be ``authenticate`` with a usable key.  Otherwise an ``error`` event (401 / 403
+    equivalent: ``unauthenticated`` / ``permission_denied``), close 1008 and ``None``."""
+    within = min(hub.settings.server.ws_idle_timeout, _FIRST_FRAME_TIMEOUT)
+    try:
+        async with asyncio.timeout(within):
+            message = await websocket.receive()
+    except TimeoutError:
+        await _send_error_and_close(
+            websocket, UnauthenticatedError(f"no API key within {within:g} s"), CLOSE_POLICY
+        )
+        return None
+    if message["type"] == "websocket.disconnect":
+        return None
+    data = message.get("text") or message.get("bytes") or b""
+    try:
+        action = decode_action(data)
+    except A2AError:
+        action = None
+    if not isinstance(action, Authenticate):
+        refusal = UnauthenticatedError(
+            f"agent {agent.id!r} requires an API key: send it first, "
+            '{"action": "authenticate", "api_key": KEY} (or in the X-API-Key header, the '
+            f"api_key query parameter or the subprotocol {KEY_SUBPROTOCOL}KEY)"
+        )
+        await _send_error_and_close(websocket, refusal, CLOSE_POLICY)
+        return None
+    try:
+        caller = await authenticate(hub, agent.id, action.api_key)
+    except A2AError as err:
+        await _send_error_and_close(websocket, err, CLOSE_POLICY)
+        return None
+    try:
+        await websocket.send_text(_enc.encode(Authenticated(principal=caller.principal)).decode())
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        return None
+    return caller
 
 
 async def _send_error_and_close(websocket: WebSocket, err: A2AError, code: int) -> None:
@@ -181,6 +246,9 @@ class Connection:
         self.followers: dict[str, asyncio.Task[None]] = {}
         self._send_lock = asyncio.Lock()
         self._closed = False
+        self._close_sent = False
+        #: The timeout of the reader's pending receive (cutting a client loose ends it).
+        self._receiving: asyncio.Timeout | None = None
         #: Frames received, waiting for the worker.
         self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue(64)
 
@@ -193,19 +261,41 @@ class Connection:
         data = _enc.encode(event).decode()
         async with self._send_lock:
             try:
-                await asyncio.wait_for(self.ws.send_text(data), self.send_timeout)
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the result
+                # of a send that finished as the connection's tasks were being canceled,
+                # swallowing the cancellation, and the worker then waited for the next
+                # frame of a client long gone (the socket was never released)
+                async with asyncio.timeout(self.send_timeout):
+                    await self.ws.send_text(data)
+                if metrics.enabled():
+                    metrics.WEBSOCKET_EVENTS.inc(())
             except TimeoutError:
                 log.info("WebSocket client too slow for %ss: cut loose", self.send_timeout)
+                if metrics.enabled():
+                    metrics.WEBSOCKETS_CUT_LOOSE.inc(())
                 await self.close(CLOSE_TRY_AGAIN, "too slow: reconnect and sync_state")
             except (WebSocketDisconnect, RuntimeError, OSError):
                 self._closed = True
 
     async def close(self, code: int, reason: str) -> None:
-        """Close the socket (once)."""
-        if not self._closed:
-            self._closed = True
-            with contextlib.suppress(Exception):
+        """Close the socket (once) and end the connection.
+
+        The close frame waits for room in the socket like any frame: a client that does
+        not read may never make room, so the attempt is bounded by ``ws_send_timeout``;
+        then the reader's pending receive is ended, the connection released, and the
+        server drops the transport (the client, if it ever reads, sees the socket end
+        without a close frame).
+        """
+        self._closed = True
+        if self._close_sent:
+            return
+        self._close_sent = True
+        with contextlib.suppress(Exception):  # TimeoutError included: give up on the frame
+            async with asyncio.timeout(self.send_timeout):
                 await self.ws.close(code, reason)
+        if self._receiving is not None:
+            with contextlib.suppress(RuntimeError):  # already expiring
+                self._receiving.reschedule(0)
 
     # --- the receive loop ---------------------------------------------------------
 
@@ -219,10 +309,16 @@ class Connection:
         try:
             while not self._closed:
                 try:
-                    message = await asyncio.wait_for(self.ws.receive(), self.idle_timeout)
+                    async with asyncio.timeout(self.idle_timeout) as self._receiving:
+                        message = await self.ws.receive()
                 except TimeoutError:
-                    await self.close(CLOSE_GOING_AWAY, "idle timeout: send ping to stay connected")
+                    if not self._closed:  # else: cut loose while waiting
+                        await self.close(
+                            CLOSE_GOING_AWAY, "idle timeout: send ping to stay connected"
+                        )
                     break
+                finally:
+                    self._receiving = None
                 if message["type"] == "websocket.disconnect":
                     self._closed = True
                     break
@@ -253,12 +349,14 @@ class Connection:
             for follower in list(self.followers.values()):
                 with contextlib.suppress(BaseException):
                     await follower
-            if self.ws.application_state is not WebSocketState.DISCONNECTED:
-                with contextlib.suppress(Exception):
-                    await self.ws.close()
+            if (
+                not self._close_sent
+                and self.ws.application_state is not WebSocketState.DISCONNECTED
+            ):
+                await self.close(1000, "")
 
     async def _work(self) -> None:
-        while True:
+        while not self._closed:
             data = await self._inbox.get()
             await self.handle_frame(data)
 
@@ -298,6 +396,10 @@ class Connection:
             await self.cancel_task(action.global_task_id)
         elif isinstance(action, ToolResponseAction):
             await self.tool_response(action)
+        elif isinstance(action, Authenticate):
+            raise InvalidRequestError(
+                "authenticate is only the first frame of a socket opened without a key"
+            )
         else:
             await self.sync_state(action)
 
@@ -336,8 +438,9 @@ class Connection:
         task = await self.engine.cancel_task(task_id, caller=self.caller)
         follower = self.followers.get(task_id)
         if follower is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(asyncio.shield(follower), 5.0)
+            # its last events go out before the next action runs (never swallowing a
+            # cancellation of this worker, so a closed connection still ends)
+            await asyncio.wait([follower], timeout=5.0)
             return
         await self._send_snapshot(task_id, task)
 
@@ -563,7 +666,9 @@ class Connection:
 def decode_action(data: str | bytes) -> ClientAction:
     """A client frame as an action, or the protocol error saying what is wrong with it."""
     try:
-        raw: Any = msgspec.json.decode(data)
+        raw: Any = fieldnames.decode_with(
+            _any_dec, data if isinstance(data, bytes) else data.encode()
+        )
     except msgspec.DecodeError as exc:
         raise JSONParseError(f"frame is not JSON: {exc}") from None
     if not isinstance(raw, dict):

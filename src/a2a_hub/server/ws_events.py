@@ -39,6 +39,8 @@ from a2a_hub.stores.base import TaskEvent
 __all__ = [
     "TOOL_CALL_KIND",
     "TOOL_RESPONSE_KIND",
+    "Authenticate",
+    "Authenticated",
     "CancelTask",
     "ClientAction",
     "ContentStream",
@@ -170,6 +172,12 @@ class Pong(_Event, tag="pong", kw_only=True):
     client_timestamp: str | None = None
 
 
+class Authenticated(_Event, tag="authenticated", kw_only=True):
+    """The key of the first frame was accepted: the socket acts for ``principal``."""
+
+    principal: str | None = None
+
+
 class SyncCompleted(_Event, tag="sync_completed", kw_only=True):
     """``sync_state`` has replayed everything: ``tasks`` maps each task to its last seq."""
 
@@ -186,6 +194,7 @@ ServerEvent = (
     | TaskStatusUpdate
     | Pong
     | SyncCompleted
+    | Authenticated
 )
 
 
@@ -257,7 +266,13 @@ class SyncState(_Action, tag="sync_state"):
     context_id: str | None = None
 
 
-ClientAction = SendMessage | CancelTask | Ping | ToolResponseAction | SyncState
+class Authenticate(_Action, tag="authenticate"):
+    """The API key of a socket opened without one (only as its first frame)."""
+
+    api_key: str
+
+
+ClientAction = SendMessage | CancelTask | Ping | ToolResponseAction | SyncState | Authenticate
 
 
 # --- task events -> server events ----------------------------------------------------

@@ -167,6 +167,13 @@ class ServerSettings(Section):
         Literal["plain", "json"],
         setting("Application logs as plain text or JSON lines.", metavar="FORMAT"),
     ] = "plain"
+    tracing: Annotated[
+        Literal["off", "otlp", "console", "api"],
+        setting(
+            "OpenTelemetry spans (a2a-hub[otel]): off, otlp, console, or api (your provider).",
+            metavar="MODE",
+        ),
+    ] = "off"
     graceful_timeout: Annotated[
         float,
         setting(
@@ -176,6 +183,31 @@ class ServerSettings(Section):
             metavar="SECONDS",
         ),
     ] = 30.0
+    header_timeout: Annotated[
+        float,
+        setting(
+            "Seconds a connection gets to send a request's headers (from its opening or the "
+            "request's first byte); then it is closed.",
+            gt=0,
+            metavar="SECONDS",
+        ),
+    ] = 10.0
+    trusted_hosts: Annotated[
+        list[str],
+        setting(
+            "Host headers served, others get 400 (repeatable; '*.example.com', '*'); "
+            "default: bind address, localhost, --public-url's host.",
+            metavar="HOST",
+        ),
+    ] = msgspec.field(default_factory=list)
+    cors_origins: Annotated[
+        list[str],
+        setting(
+            "Web origins allowed to call from a browser (CORS; repeatable; '*' for any); "
+            "default: none.",
+            metavar="ORIGIN",
+        ),
+    ] = msgspec.field(default_factory=list)
     ws_max_frame_bytes: Annotated[
         int,
         setting(
@@ -315,6 +347,15 @@ class PushSettings(Section):
             metavar="SECONDS",
         ),
     ] = 60.0
+    concurrency: Annotated[
+        int,
+        setting(
+            "Notifications an instance sends at once (fewer: requests get more of the CPU "
+            "under load, notifications wait longer).",
+            ge=1,
+            metavar="N",
+        ),
+    ] = 128
 
 
 class AuthSettings(Section):

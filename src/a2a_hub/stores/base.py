@@ -47,6 +47,7 @@ from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
 
 __all__ = [
     "Delivery",
+    "DeliverySource",
     "EventLog",
     "LogConflictError",
     "MessageClaim",
@@ -67,6 +68,7 @@ __all__ = [
     "encode_page_token",
     "guarded",
     "log_conflict",
+    "page_token_total",
     "unavailable_error",
 ]
 
@@ -169,6 +171,15 @@ def delivery_id(agent_id: str, task_id: str, config_id: str, seq: int, snapshot:
     return str(uuid.uuid5(_DELIVERY_NS, f"{agent_id}\0{task_id}\0{config_id}\0{seq}\0{kind}"))
 
 
+class DeliverySource(NamedTuple):
+    """What a claimed delivery is sent from: its push ``config`` (``None``: deleted since)
+    and, for an event delivery whose config exists, the stored ``event`` at its seq
+    (``None`` for a snapshot delivery, without a config, or when the event is gone)."""
+
+    config: TaskPushNotificationConfig | None
+    event: StreamResponse | None
+
+
 class MessageClaim(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """What the first request carrying a message id made of it (see :class:`MessageClaims`).
 
@@ -218,17 +229,35 @@ class TaskPage(msgspec.Struct, kw_only=True):
     total_size: int
 
 
-def encode_page_token(updated_at: float, task_id: str) -> str:
-    """Opaque keyset cursor: the position after the last task of a page."""
-    raw = msgspec.json.encode([updated_at, task_id])
+def encode_page_token(updated_at: float, task_id: str, total: int | None = None) -> str:
+    """Opaque keyset cursor: the position after the last task of a page (and, when given,
+    the ``totalSize`` counted for the first page, which later pages repeat)."""
+    raw = msgspec.json.encode(
+        [updated_at, task_id] if total is None else [updated_at, task_id, total]
+    )
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def page_token_total(token: str) -> int | None:
+    """The ``totalSize`` a page token carries, if any (the token is valid: decoded before)."""
+    raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    items = msgspec.json.decode(raw)
+    if isinstance(items, list) and len(items) == 3 and isinstance(items[2], int):
+        return items[2] if items[2] >= 0 else None
+    return None
 
 
 def decode_page_token(token: str) -> tuple[float, str]:
     """Inverse of :func:`encode_page_token`; a bad token is an invalid param."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        updated_at, task_id = msgspec.json.decode(raw, type=tuple[float, str])
+        items = msgspec.json.decode(raw, type=list[float | str | int])
+        if len(items) not in (2, 3):
+            raise ValueError("not a cursor")
+        first, task_id = items[0], items[1]
+        if isinstance(first, str) or not isinstance(task_id, str):
+            raise ValueError("not a cursor")
+        updated_at = float(first)
     except (ValueError, msgspec.DecodeError) as exc:
         raise InvalidParamsError(
             "pageToken is not a token this server issued; pass nextPageToken from the "
@@ -448,9 +477,23 @@ class PushOutbox(ABC):
         """Store a claimed delivery's new ``attempts``, ``due``, error and ``dead`` flag
         (which ends the claim); a dead delivery no longer holds back its config."""
 
+    async def settle_deliveries(
+        self, finished: Sequence[Delivery] = (), updated: Sequence[Delivery] = ()
+    ) -> None:
+        """:meth:`finish_delivery` each of ``finished`` and :meth:`update_delivery` each of
+        ``updated``; backends write a dispatcher round's outcomes in one step."""
+        for d in finished:
+            await self.finish_delivery(d)
+        for d in updated:
+            await self.update_delivery(d)
+
     @abstractmethod
     async def dead_deliveries(self, limit: int = 1000) -> list[Delivery]:
         """The deliveries that gave up, oldest due first."""
+
+    @abstractmethod
+    async def outbox_size(self) -> tuple[int, int]:
+        """How many deliveries are pending (queued, due or claimed) and how many are dead."""
 
     @abstractmethod
     async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:
@@ -515,6 +558,20 @@ class Store(TaskStore, Retention, EventLog, PushConfigStore, PushOutbox, MetaSto
 
     def _make_coordinator(self) -> Coordinator:
         return LocalCoordinator()
+
+    async def delivery_sources(self, deliveries: Sequence[Delivery]) -> list[DeliverySource]:
+        """For each delivery (in order), its config and stored event; backends read them
+        for a whole dispatcher round at once."""
+        out = []
+        for d in deliveries:
+            config = await self.get_push_config(d.agent_id, d.task_id, d.config_id)
+            event = None
+            if config is not None and not d.snapshot:
+                found = await self.read_events(d.agent_id, d.task_id, after=d.seq - 1, limit=1)
+                if found and found[0].seq == d.seq:
+                    event = found[0].event
+            out.append(DeliverySource(config, event))
+        return out
 
     async def open(self) -> None:
         """Connect and create the schema if needed.  Called once before use."""

@@ -23,7 +23,13 @@ from collections.abc import AsyncGenerator
 
 import msgspec
 
-__all__ = ["Coordinator", "LocalCoordinator", "Signal"]
+__all__ = ["CANCEL_SIGNAL", "PUSH_CONFIG_SIGNAL", "Coordinator", "LocalCoordinator", "Signal"]
+
+
+#: Signal kinds: cancel a task running elsewhere; push configs stored for a task running
+#: elsewhere (that instance registers them with the run at once).
+CANCEL_SIGNAL = "cancel"
+PUSH_CONFIG_SIGNAL = "push-config"
 
 
 class Signal(msgspec.Struct, frozen=True):

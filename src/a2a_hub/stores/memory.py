@@ -7,6 +7,8 @@ it would against a real backend.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import time
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -67,6 +69,10 @@ class MemoryStore(Store):
         self._claims: dict[tuple[str, str | None, str], tuple[float, bytes]] = {}
         #: (agent, task, config) -> the identities of its deliveries (pending or dead).
         self._queues: dict[tuple[str, str, str], set[tuple[str, str, str, int, bool]]] = {}
+        #: (due, tie, identity) of each config's first pending delivery, by due time, so a
+        #: claim looks only at what is due; entries left behind by a change are skipped.
+        self._heads: list[tuple[float, int, tuple[str, str, str, int, bool]]] = []
+        self._tie = itertools.count()
 
     async def get_task(self, agent_id: str, task_id: str) -> Task | None:
         entry = self._tasks.get((agent_id, task_id))
@@ -205,12 +211,30 @@ class MemoryStore(Store):
 
     # --- outbox --------------------------------------------------------------------------
 
+    def _head(self, queue_key: tuple[str, str, str]) -> Delivery | None:
+        """The first pending (not dead) delivery of a config."""
+        pending = [
+            self._outbox[i] for i in self._queues.get(queue_key, ()) if not self._outbox[i].dead
+        ]
+        return min(pending, key=lambda d: d.order) if pending else None
+
+    def _index_head(self, queue_key: tuple[str, str, str]) -> None:
+        """Put the config's first pending delivery, at its due time, in the heap."""
+        head = self._head(queue_key)
+        if head is not None:
+            ident = (head.agent_id, head.task_id, head.config_id, head.seq, head.snapshot)
+            heapq.heappush(self._heads, (head.due, next(self._tie), ident))
+
     def _add(self, deliveries: Sequence[Delivery]) -> None:
+        touched = set()
         for d in deliveries:
             ident = (d.agent_id, d.task_id, d.config_id, d.seq, d.snapshot)
             if ident not in self._outbox:
                 self._outbox[ident] = msgspec.structs.replace(d)
                 self._queues.setdefault(ident[:3], set()).add(ident)
+                touched.add(ident[:3])
+        for queue_key in touched:
+            self._index_head(queue_key)
 
     def _forget(self, ident: tuple[str, str, str, int, bool]) -> None:
         self._outbox.pop(ident, None)
@@ -219,6 +243,8 @@ class MemoryStore(Store):
             queue.discard(ident)
             if not queue:
                 del self._queues[ident[:3]]
+            else:
+                self._index_head(ident[:3])
 
     async def add_deliveries(self, deliveries: Sequence[Delivery]) -> None:
         self._add(deliveries)
@@ -227,17 +253,17 @@ class MemoryStore(Store):
         self, limit: int, lease: float, now: float | None = None
     ) -> list[Delivery]:
         at = time.time() if now is None else now
-        due = []
-        for queue in self._queues.values():  # one entry per config with pending deliveries
-            pending = [self._outbox[i] for i in queue if not self._outbox[i].dead]
-            if pending:
-                head = min(pending, key=lambda d: d.order)
-                if head.due <= at:
-                    due.append(head)
-        due.sort(key=lambda d: d.due)
-        for d in due[:limit]:
+        heads = self._heads
+        claimed: list[Delivery] = []
+        while heads and heads[0][0] <= at and len(claimed) < limit:
+            due, _, ident = heapq.heappop(heads)
+            d = self._outbox.get(ident)
+            if d is None or d.dead or d.due != due or self._head(ident[:3]) is not d:
+                continue  # left behind by a change: the current head has its own entry
             d.due = at + lease
-        return [msgspec.structs.replace(d) for d in due[:limit]]
+            heapq.heappush(heads, (d.due, next(self._tie), ident))
+            claimed.append(msgspec.structs.replace(d))
+        return claimed
 
     async def finish_delivery(self, delivery: Delivery) -> None:
         d = delivery
@@ -248,10 +274,15 @@ class MemoryStore(Store):
         ident = (d.agent_id, d.task_id, d.config_id, d.seq, d.snapshot)
         if ident in self._outbox:
             self._outbox[ident] = msgspec.structs.replace(d)
+            self._index_head(ident[:3])
 
     async def dead_deliveries(self, limit: int = 1000) -> list[Delivery]:
         dead = sorted((d for d in self._outbox.values() if d.dead), key=lambda d: d.due)
         return [msgspec.structs.replace(d) for d in dead[:limit]]
+
+    async def outbox_size(self) -> tuple[int, int]:
+        dead = sum(1 for d in self._outbox.values() if d.dead)
+        return len(self._outbox) - dead, dead
 
     async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:
         wanted = None if ids is None else set(ids)
@@ -260,6 +291,7 @@ class MemoryStore(Store):
         for d in self._outbox.values():
             if d.dead and (wanted is None or d.id in wanted):
                 d.dead, d.attempts, d.due, d.first_failure, d.last_error = False, 0, at, None, ""
+                self._index_head((d.agent_id, d.task_id, d.config_id))
                 count += 1
         return count
 

@@ -51,19 +51,23 @@ def _backend(url: str) -> str:
     return base if base in ("memory", "sqlite", "postgresql", "redis") else ""
 
 
+#: Query options whose value is a secret (PostgreSQL's ``sslpassword`` included).
+_SECRET_OPTIONS = frozenset({"password", "sslpassword", "passwd", "pwd", "secret", "token"})
+
+
 def safe_store_url(url: str) -> str:
     """``url`` with any password (in the user part or a ``password=`` option) hidden."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return url.partition("://")[0] + "://…"
-    if "@" not in parts.netloc and "password=" not in parts.query:
+    if "@" not in parts.netloc and "=" not in parts.query:
         return url
     userinfo, at, hostinfo = parts.netloc.rpartition("@")
     if at and ":" in userinfo:
         userinfo = userinfo.partition(":")[0] + ":***"
     query = "&".join(
-        f"{k}={'***' if k == 'password' else v}"
+        f"{k}={'***' if k.lower() in _SECRET_OPTIONS else v}"
         for k, v in parse_qsl(parts.query, keep_blank_values=True)
     )
     return urlunsplit((parts.scheme, f"{userinfo}{at}{hostinfo}", parts.path, query, ""))

@@ -9,6 +9,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from a2a_hub import tracing
 from a2a_hub.client.transports.base import StreamItem, Transport, bad_response, encoder, sse_id
 from a2a_hub.protocol.errors import error_from_code
 from a2a_hub.protocol.types import StreamResponse, Task
@@ -44,7 +45,7 @@ class JsonRpcTransport(Transport):
         headers = {"Content-Type": "application/json", "Accept": accept, **self.headers}
         if self.version in ("1.0", "0.3"):
             headers.setdefault("A2A-Version", self.version)
-        return headers
+        return tracing.inject_headers(headers)
 
     async def _call(self, method: str, params: Any, kind: type[T]) -> T:
         response = await self.http.post(

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
+from a2a_hub import tracing
 from a2a_hub.client.transports.base import (
     PushList,
     StreamItem,
@@ -69,6 +70,7 @@ class RestTransport(Transport):
         if body is not None:
             content = encoder.encode(body)
             all_headers["Content-Type"] = "application/json"
+        tracing.inject_headers(all_headers)
         return self.http.build_request(
             method, self.url + path, content=content, headers=all_headers, params=params
         )

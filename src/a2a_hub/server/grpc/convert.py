@@ -199,6 +199,29 @@ def _push_config_from_pb(config: pb.TaskPushNotificationConfig) -> TaskPushNotif
     )
 
 
+def push_config_from_pb(config: pb.TaskPushNotificationConfig) -> TaskPushNotificationConfig:
+    """``CreateTaskPushNotificationConfig``'s request as a :class:`TaskPushNotificationConfig`."""
+    return _push_config_from_pb(config)
+
+
+def push_config_to_pb(config: TaskPushNotificationConfig) -> pb.TaskPushNotificationConfig:
+    """A (masked) stored push config as a protobuf ``TaskPushNotificationConfig``."""
+    out = pb.TaskPushNotificationConfig(url=config.url)
+    if config.id:
+        out.id = config.id
+    if config.task_id:
+        out.task_id = config.task_id
+    if config.token:
+        out.token = config.token
+    if config.tenant:
+        out.tenant = config.tenant
+    if config.authentication is not None:
+        out.authentication.scheme = config.authentication.scheme
+        if config.authentication.credentials:
+            out.authentication.credentials = config.authentication.credentials
+    return out
+
+
 def send_message_request(request: pb.SendMessageRequest) -> SendMessageRequest:
     """``SendMessage`` / ``SendStreamingMessage`` params (InvalidParams without a message)."""
     if not request.HasField("message"):

@@ -10,6 +10,9 @@ Per call:
   ``VersionNotSupportedError`` (this binding is A2A 1.0 only).
 * **extensions** — metadata ``a2a-extensions`` (see :mod:`a2a_hub.server.extensions`);
   the activated ones go back in the initial metadata ``a2a-extensions``.
+* **caller** — an API key in the metadata ``x-api-key`` or ``authorization: Bearer KEY``,
+  checked as over HTTP: ``UNAUTHENTICATED`` without one (on an agent that requires keys)
+  or with a bad one, ``PERMISSION_DENIED`` for a key of other agents or scopes.
 * **resuming** — ``SubscribeToTask`` with metadata ``last-event-id: N`` replays the events
   after ``N`` first, like ``Last-Event-ID`` on SSE.
 * **the caller going away** — a blocking ``SendMessage`` whose call is cancelled (the client
@@ -31,16 +34,18 @@ from typing import NamedTuple, Never
 import google.rpc.error_details_pb2 as error_details_pb2
 import google.rpc.status_pb2 as status_pb2
 import grpc
+from google.protobuf import empty_pb2
 
-from a2a_hub.engine.caller import ANONYMOUS, Caller
+from a2a_hub.engine.caller import Caller
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol.errors import (
     A2AError,
     InternalError,
-    PushNotificationNotSupportedError,
+    InvalidParamsError,
     VersionNotSupportedError,
 )
 from a2a_hub.protocol.types import Message, Task
+from a2a_hub.server.auth import authenticate
 from a2a_hub.server.errors import error_info
 from a2a_hub.server.extensions import activate, parse
 from a2a_hub.server.grpc import convert
@@ -116,10 +121,18 @@ class A2AServicer:
         """Who calls: the one place gRPC authentication plugs in (the counterpart of
         :meth:`a2a_hub.server.caller.CallerMiddleware.identify`).
 
-        ``metadata`` is the call's text metadata (lower-case keys).  Raise an
-        :class:`A2AError` to refuse the call with its gRPC status.  Here: :data:`ANONYMOUS`.
+        ``metadata`` is the call's text metadata (lower-case keys): the API key comes in
+        ``x-api-key`` or ``authorization: Bearer KEY``, checked as over HTTP
+        (:func:`a2a_hub.server.auth.authenticate`): :data:`ANONYMOUS` on an open agent
+        without a key, else the key's caller, or ``UNAUTHENTICATED`` (no key for an agent
+        that needs one, or a bad one) / ``PERMISSION_DENIED`` (a key for other agents).
         """
-        return ANONYMOUS
+        key = metadata.get("x-api-key", "").strip() or None
+        if key is None:
+            scheme, _, token = metadata.get("authorization", "").partition(" ")
+            if scheme.lower() == "bearer":
+                key = token.strip() or None
+        return await authenticate(self.hub, agent.id, key)
 
     @staticmethod
     async def _echo(context: Context, activated: frozenset[str]) -> None:
@@ -189,15 +202,10 @@ class A2AServicer:
         except Exception:
             await _abort_internal(context, "CancelTask")
 
-    async def _refuse(self, tenant: str, context: Context, push: bool) -> Never:
-        """The push-config and extended-card methods: the agent's capability error."""
+    async def _refuse(self, tenant: str, context: Context) -> Never:
+        """The extended-card method: the agent's capability error."""
         try:
             agent = (await self._open(tenant, context)).agent
-            if push:
-                raise PushNotificationNotSupportedError(
-                    "push notification configs are not served over gRPC yet; set them over "
-                    "JSON-RPC or HTTP+JSON (the notifications themselves are sent either way)"
-                )
             raise agent.no_extended_card()
         except A2AError as err:
             await _abort(context, err)
@@ -205,32 +213,75 @@ class A2AServicer:
     async def CreateTaskPushNotificationConfig(
         self, request: pb.TaskPushNotificationConfig, context: Context
     ) -> pb.TaskPushNotificationConfig:
-        """Refused over gRPC for now (served over JSON-RPC and HTTP+JSON)."""
-        await self._refuse(request.tenant, context, push=True)
+        """``CreateTaskPushNotificationConfig``: store a webhook for a task (masked answer)."""
+        try:
+            call = await self._open(request.tenant, context)
+            if not request.task_id:
+                raise InvalidParamsError("task_id is required")
+            config = await call.agent.engine.set_push_config(
+                convert.push_config_from_pb(request), caller=call.caller
+            )
+            return convert.push_config_to_pb(config)
+        except A2AError as err:
+            await _abort(context, err)
+        except Exception:
+            await _abort_internal(context, "CreateTaskPushNotificationConfig")
 
     async def GetTaskPushNotificationConfig(
         self, request: pb.GetTaskPushNotificationConfigRequest, context: Context
     ) -> pb.TaskPushNotificationConfig:
-        """Refused over gRPC for now (served over JSON-RPC and HTTP+JSON)."""
-        await self._refuse(request.tenant, context, push=True)
+        """``GetTaskPushNotificationConfig``: one config of a task, masked."""
+        try:
+            call = await self._open(request.tenant, context)
+            _need(request.task_id, "task_id")
+            _need(request.id, "id")
+            config = await call.agent.engine.get_push_config(
+                request.task_id, request.id, caller=call.caller
+            )
+            return convert.push_config_to_pb(config)
+        except A2AError as err:
+            await _abort(context, err)
+        except Exception:
+            await _abort_internal(context, "GetTaskPushNotificationConfig")
 
     async def ListTaskPushNotificationConfigs(
         self, request: pb.ListTaskPushNotificationConfigsRequest, context: Context
     ) -> pb.ListTaskPushNotificationConfigsResponse:
-        """Refused over gRPC for now (served over JSON-RPC and HTTP+JSON)."""
-        await self._refuse(request.tenant, context, push=True)
+        """``ListTaskPushNotificationConfigs``: every config of a task (one page), masked."""
+        try:
+            call = await self._open(request.tenant, context)
+            _need(request.task_id, "task_id")
+            configs = await call.agent.engine.list_push_configs(request.task_id, caller=call.caller)
+            return pb.ListTaskPushNotificationConfigsResponse(
+                configs=[convert.push_config_to_pb(c) for c in configs]
+            )
+        except A2AError as err:
+            await _abort(context, err)
+        except Exception:
+            await _abort_internal(context, "ListTaskPushNotificationConfigs")
 
     async def DeleteTaskPushNotificationConfig(
         self, request: pb.DeleteTaskPushNotificationConfigRequest, context: Context
     ) -> object:
-        """Refused over gRPC for now (served over JSON-RPC and HTTP+JSON)."""
-        await self._refuse(request.tenant, context, push=True)
+        """``DeleteTaskPushNotificationConfig``: remove one config of a task."""
+        try:
+            call = await self._open(request.tenant, context)
+            _need(request.task_id, "task_id")
+            _need(request.id, "id")
+            await call.agent.engine.delete_push_config(
+                request.task_id, request.id, caller=call.caller
+            )
+            return empty_pb2.Empty()
+        except A2AError as err:
+            await _abort(context, err)
+        except Exception:
+            await _abort_internal(context, "DeleteTaskPushNotificationConfig")
 
     async def GetExtendedAgentCard(
         self, request: pb.GetExtendedAgentCardRequest, context: Context
     ) -> pb.AgentCard:
         """Refused: no agent here has an extended card."""
-        await self._refuse(request.tenant, context, push=False)
+        await self._refuse(request.tenant, context)
 
     # --- streaming -----------------------------------------------------------------------
 
@@ -272,6 +323,11 @@ class A2AServicer:
             await _abort_internal(context, "SubscribeToTask")
         async for item in _relay(stream, context):
             yield item
+
+
+def _need(value: str, name: str) -> None:
+    if not value:
+        raise InvalidParamsError(f"{name} is required")
 
 
 def _retrieve(done: asyncio.Future[Task | Message]) -> None:

@@ -112,6 +112,7 @@ from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
 from a2a_hub.stores.base import (
     Delivery,
+    DeliverySource,
     MessageClaim,
     Store,
     StoredTask,
@@ -218,6 +219,12 @@ class RedisOptions:
         return cls(connect_url, safe_url, prefix, task_ttl, history_ttl, push_ttl)
 
 
+#: Connections the store's pool opens at most (short commands only: followers wait
+#: through the coordinator's single StreamWatcher connection).
+POOL_SIZE = 100
+#: Seconds a command waits for a free pooled connection before the store counts as down.
+POOL_WAIT = 10.0
+
 # --- helpers ---------------------------------------------------------------------------
 
 _UNREACHABLE = (
@@ -316,7 +323,13 @@ class RedisStore(Store):
     async def open(self) -> None:
         if self._client is not None:
             return
-        client = aioredis.Redis.from_url(self.options.connect_url, **self._client_options)
+        # A full pool makes a command wait for a connection (up to POOL_WAIT s) instead of
+        # failing at once: a burst of readers slows down, it does not answer "unavailable".
+        pool = aioredis.BlockingConnectionPool.from_url(
+            self.options.connect_url,
+            **{"max_connections": POOL_SIZE, "timeout": POOL_WAIT, **self._client_options},
+        )
+        client = aioredis.Redis(connection_pool=pool)
         try:
             async with client.pipeline(transaction=False) as pipe:
                 pipe.info("server")
@@ -330,7 +343,7 @@ class RedisStore(Store):
                     f"needs {'.'.join(map(str, MIN_REDIS_VERSION))} or later"
                 )
         except BaseException:
-            await client.aclose()
+            await client.aclose(close_connection_pool=True)
             raise
         self._client = client
 
@@ -338,7 +351,7 @@ class RedisStore(Store):
         await self._batch.close()
         client, self._client = self._client, None
         if client is not None:
-            await client.aclose()
+            await client.aclose(close_connection_pool=True)
 
     @_guarded
     async def purge(self) -> int:
@@ -616,11 +629,76 @@ class RedisStore(Store):
             await pipe.execute()
 
     @_guarded
+    async def settle_deliveries(
+        self, finished: Sequence[Delivery] = (), updated: Sequence[Delivery] = ()
+    ) -> None:
+        if not finished and not updated:
+            return
+        due, data, dead = self._outbox_keys
+        present: list[bool] = []
+        if updated:  # only deliveries still queued are updated (as update_delivery)
+            async with self.client.pipeline(transaction=False) as pipe:
+                for d in updated:
+                    pipe.hexists(data, self._ident(d)[0])
+                present = [bool(x) for x in await pipe.execute()]
+        async with self.client.pipeline(transaction=True) as pipe:
+            for d in finished:
+                ident, queue = self._ident(d)
+                pipe.zrem(due, ident)
+                pipe.hdel(data, ident)
+                pipe.zrem(queue, ident)
+            for d, there in zip(updated, present, strict=True):
+                if not there:
+                    continue
+                ident, queue = self._ident(d)
+                if d.dead:
+                    pipe.zrem(due, ident)
+                    pipe.hdel(data, ident)
+                    pipe.zrem(queue, ident)
+                    pipe.hset(dead, ident, _enc.encode(d))
+                else:
+                    pipe.hset(data, ident, _enc.encode(d))
+                    pipe.zadd(due, {ident: d.due})
+            await pipe.execute()
+
+    @_guarded
+    async def delivery_sources(self, deliveries: Sequence[Delivery]) -> list[DeliverySource]:
+        if not deliveries:
+            return []
+        async with self.client.pipeline(transaction=False) as pipe:
+            for d in deliveries:
+                keys = self.keys(d.agent_id)
+                pipe.hget(keys.push(d.task_id), "c:" + d.config_id)
+                if not d.snapshot:
+                    pipe.xrange(keys.events(d.task_id), min=f"0-{d.seq}", max=f"0-{d.seq}")
+            replies = iter(await pipe.execute())
+        out = []
+        for d in deliveries:
+            value = next(replies)
+            entries = [] if d.snapshot else cast(list[Any], next(replies))
+            if value is None:
+                out.append(DeliverySource(None, None))
+                continue
+            config = _push_dec.decode(_split_push(cast(bytes, value))[1])
+            event = _event_dec.decode(entries[0][1][b"d"]) if entries else None
+            out.append(DeliverySource(config, event))
+        return out
+
+    @_guarded
     async def dead_deliveries(self, limit: int = 1000) -> list[Delivery]:
         _, _, dead = self._outbox_keys
         blobs = cast(list[bytes], await self.client.hvals(dead))
         found = sorted((_delivery_dec.decode(b) for b in blobs), key=lambda d: d.due)
         return found[:limit]
+
+    @_guarded
+    async def outbox_size(self) -> tuple[int, int]:
+        _, data, dead = self._outbox_keys
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.hlen(data)
+            pipe.hlen(dead)
+            pending, gone = await pipe.execute()
+        return int(pending), int(gone)
 
     @_guarded
     async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:

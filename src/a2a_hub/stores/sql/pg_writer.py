@@ -1,7 +1,8 @@
 """Group commit for PostgreSQL: concurrent saves go to the database together, in one call.
 
-Every ``save_task`` waiting at the same moment joins one batch, and a batch is a
-single statement, ``SELECT a2a_save_tasks(…)`` (a function the schema defines,
+Every ``save_task`` waiting at the same moment joins one batch, with the push
+deliveries it carries, and a batch is a single statement,
+``SELECT a2a_save_tasks_v6(…)`` (a function the schema defines,
 see :mod:`.schema`), sent through asyncpg directly on a connection of the
 store's pool: one round trip and one commit for the whole batch, the statement
 prepared once per connection.  The function writes the saves in order and
@@ -30,8 +31,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from a2a_hub.protocol.errors import StoreUnavailableError
 from a2a_hub.protocol.types import Task
-from a2a_hub.stores.base import MessageClaim, TaskEvent, check_events, log_conflict, now
-from a2a_hub.stores.sql.schema import CLAIM_MESSAGES, SAVE_TASKS
+from a2a_hub.stores.base import (
+    Delivery,
+    MessageClaim,
+    TaskEvent,
+    check_events,
+    log_conflict,
+    now,
+)
+from a2a_hub.stores.sql.schema import CLAIM_MESSAGES, SAVE_TASKS_WITH_DELIVERIES
 
 try:
     import asyncpg  # type: ignore[import-untyped,unused-ignore]
@@ -41,8 +49,10 @@ except ImportError:  # pragma: no cover - the store checks for asyncpg before us
 __all__ = ["PostgresWriter"]
 
 _SAVE_SQL = (
-    f"SELECT {SAVE_TASKS}($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], "
-    "$6::bytea[], $7::text[], $8::int[], $9::int[], $10::bytea[], $11::text)"
+    f"SELECT {SAVE_TASKS_WITH_DELIVERIES}($1::text[], $2::text[], $3::text[], $4::text[], "
+    "$5::float8[], $6::bytea[], $7::text[], $8::int[], $9::int[], $10::bytea[], $11::text, "
+    "$12::int[], $13::text[], $14::int[], $15::int[], $16::int[], $17::float8[], "
+    "$18::float8[], $19::text[], $20::int[])"
 )
 
 _CLAIM_SQL = (
@@ -53,10 +63,12 @@ _CLAIM_SQL = (
 # Saves and claims waiting together: one statement (the claims' function runs once, its
 # rows gathered in position order).
 _BOTH_SQL = (
-    f"WITH c AS (SELECT o_pos, o_data FROM {CLAIM_MESSAGES}($12::text[], $13::text[], "
-    "$14::text[], $15::float8[], $16::bytea[], $17::text[], $18::bool[])) "
-    f"SELECT {SAVE_TASKS}($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], "
-    "$6::bytea[], $7::text[], $8::int[], $9::int[], $10::bytea[], $11::text), "
+    f"WITH c AS (SELECT o_pos, o_data FROM {CLAIM_MESSAGES}($21::text[], $22::text[], "
+    "$23::text[], $24::float8[], $25::bytea[], $26::text[], $27::bool[])) "
+    f"SELECT {SAVE_TASKS_WITH_DELIVERIES}($1::text[], $2::text[], $3::text[], $4::text[], "
+    "$5::float8[], $6::bytea[], $7::text[], $8::int[], $9::int[], $10::bytea[], $11::text, "
+    "$12::int[], $13::text[], $14::int[], $15::int[], $16::int[], $17::float8[], "
+    "$18::float8[], $19::text[], $20::int[]), "
     "(SELECT array_agg(o_pos ORDER BY o_pos) FROM c), "
     "(SELECT array_agg(o_data ORDER BY o_pos) FROM c)"
 )
@@ -93,6 +105,7 @@ class _Save(NamedTuple):
     owner: str | None
     first: int
     events: list[bytes]
+    deliveries: Sequence[Delivery]
     future: asyncio.Future[None]
 
 
@@ -135,7 +148,12 @@ class PostgresWriter:
         self._conn: AsyncConnection | None = None
 
     async def save(
-        self, agent_id: str, task: Task, events: Sequence[TaskEvent], owner: str | None
+        self,
+        agent_id: str,
+        task: Task,
+        events: Sequence[TaskEvent],
+        owner: str | None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
         """Queue one save and wait until the transaction holding it has committed."""
         check_events(task.id, events)
@@ -151,6 +169,7 @@ class PostgresWriter:
                 owner,
                 events[0].seq if events else 0,
                 [_enc.encode(e.event) for e in events],
+                deliveries,
                 future,
             )
         )
@@ -344,6 +363,15 @@ def _save_args(saves: list[_Save], channel: str | None) -> list[Any]:
         [len(s.events) for s in saves],
         [blob for s in saves for blob in s.events],
         channel,
+        [len(s.deliveries) for s in saves],
+        [d.config_id for s in saves for d in s.deliveries],
+        [d.seq for s in saves for d in s.deliveries],
+        [int(d.snapshot) for s in saves for d in s.deliveries],
+        [d.attempts for s in saves for d in s.deliveries],
+        [d.due for s in saves for d in s.deliveries],
+        [d.first_failure for s in saves for d in s.deliveries],
+        [d.last_error for s in saves for d in s.deliveries],
+        [int(d.dead) for s in saves for d in s.deliveries],
     ]
 
 

@@ -26,12 +26,13 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.schema import CreateIndex, CreateTable
+from sqlalchemy.schema import CreateIndex, CreateTable, DropIndex
 
 __all__ = [
     "CLAIM_MESSAGES",
     "EVENTS_CHANNEL",
     "SAVE_TASKS",
+    "SAVE_TASKS_WITH_DELIVERIES",
     "SCHEMA_VERSION",
     "create_table",
     "events",
@@ -48,7 +49,7 @@ __all__ = [
 
 #: Version of the schema this code writes.  Bump it and add an entry to
 #: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 8
 
 #: PostgreSQL NOTIFY channel announcing new events ("agent_id task_id seq").
 EVENTS_CHANNEL = "a2a_events"
@@ -71,8 +72,18 @@ tasks = Table(
     Column("owner", String, nullable=True),
 )
 Index("ix_a2a_tasks_updated", tasks.c.agent_id, tasks.c.updated_at, tasks.c.task_id)
-Index("ix_a2a_tasks_context", tasks.c.agent_id, tasks.c.context_id, tasks.c.updated_at)
-Index("ix_a2a_tasks_owner", tasks.c.agent_id, tasks.c.owner, tasks.c.updated_at)
+# ListTasks by context, owner or status: each index ends with the page order (updated_at,
+# task_id), so a page is read in order from it, never sorted (v8 added task_id to the context
+# and owner indexes, which the planners passed over for the agent-wide one, and the status one).
+Index(
+    "ix_a2a_tasks_context",
+    tasks.c.agent_id,
+    tasks.c.context_id,
+    tasks.c.updated_at,
+    tasks.c.task_id,
+)
+Index("ix_a2a_tasks_owner", tasks.c.agent_id, tasks.c.owner, tasks.c.updated_at, tasks.c.task_id)
+Index("ix_a2a_tasks_state", tasks.c.agent_id, tasks.c.state, tasks.c.updated_at, tasks.c.task_id)
 
 events = Table(
     "a2a_task_events",
@@ -182,6 +193,15 @@ async def _add_owner(conn: AsyncConnection) -> None:
     await conn.execute(CreateIndex(owner_index, if_not_exists=True))
 
 
+async def _list_indexes(conn: AsyncConnection) -> None:
+    """Version 8: ListTasks indexes ending with the page order (context and owner ones
+    rebuilt with ``task_id``), and the one of ListTasks filtered by status."""
+    for name in ("ix_a2a_tasks_context", "ix_a2a_tasks_owner", "ix_a2a_tasks_state"):
+        index = next(ix for ix in tasks.indexes if ix.name == name)
+        await conn.execute(DropIndex(index, if_exists=True))
+        await conn.execute(CreateIndex(index))
+
+
 #: PostgreSQL: the function saving a batch of tasks in one call (see ``_SAVE_TASKS_SQL``).
 SAVE_TASKS = "a2a_save_tasks"
 
@@ -264,6 +284,98 @@ async def _add_save_function(conn: AsyncConnection) -> None:
         await conn.exec_driver_sql(_SAVE_TASKS_SQL)
 
 
+#: PostgreSQL: the function saving a batch of tasks with their push deliveries (schema v6).
+SAVE_TASKS_WITH_DELIVERIES = "a2a_save_tasks_v6"
+
+# As a2a_save_tasks, plus each save's push deliveries, inserted (a delivery already there
+# is kept) only when the save itself is written: save i owns the p_dcount[i] deliveries
+# at positions v_dpos + 1 .. v_dpos + p_dcount[i] of the d_* arrays.
+_SAVE_TASKS_V6_SQL = f"""
+CREATE OR REPLACE FUNCTION {SAVE_TASKS_WITH_DELIVERIES}(
+    p_agent text[], p_task text[], p_context text[], p_state text[], p_updated float8[],
+    p_data bytea[], p_owner text[], p_first int[], p_count int[], p_events bytea[],
+    p_channel text, p_dcount int[], d_config text[], d_seq int[], d_snap int[],
+    d_attempts int[], d_due float8[], d_first float8[], d_error text[], d_dead int[]
+) RETURNS int[] LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_n int := coalesce(array_length(p_task, 1), 0);
+    v_result int[] := array_fill(-1, ARRAY[v_n]);
+    v_pos int := 0;
+    v_dpos int := 0;
+    v_prev int;
+    v_last int;
+    v_rows int;
+BEGIN
+    FOR i IN 1 .. v_n LOOP
+        IF p_count[i] = 0 THEN
+            INSERT INTO {tasks.name} AS t
+                (agent_id, task_id, context_id, state, updated_at, last_seq, data, owner)
+            VALUES (p_agent[i], p_task[i], p_context[i], p_state[i], p_updated[i], 0,
+                    p_data[i], p_owner[i])
+            ON CONFLICT (agent_id, task_id) DO UPDATE SET
+                context_id = excluded.context_id, state = excluded.state, data = excluded.data,
+                updated_at = greatest(excluded.updated_at, t.updated_at);
+            v_rows := 1;
+        ELSE
+            v_prev := p_first[i] - 1;
+            v_last := v_prev + p_count[i];
+            IF v_prev = 0 THEN
+                INSERT INTO {tasks.name} AS t
+                    (agent_id, task_id, context_id, state, updated_at, last_seq, data, owner)
+                VALUES (p_agent[i], p_task[i], p_context[i], p_state[i], p_updated[i], v_last,
+                        p_data[i], p_owner[i])
+                ON CONFLICT (agent_id, task_id) DO UPDATE SET
+                    context_id = excluded.context_id, state = excluded.state,
+                    data = excluded.data,
+                    updated_at = greatest(excluded.updated_at, t.updated_at),
+                    last_seq = excluded.last_seq
+                WHERE t.last_seq = 0;
+            ELSE
+                UPDATE {tasks.name} AS t SET
+                    context_id = p_context[i], state = p_state[i], data = p_data[i],
+                    updated_at = greatest(p_updated[i], t.updated_at), last_seq = v_last
+                WHERE t.agent_id = p_agent[i] AND t.task_id = p_task[i]
+                  AND t.last_seq = v_prev;
+            END IF;
+            GET DIAGNOSTICS v_rows = ROW_COUNT;
+            IF v_rows = 1 THEN
+                INSERT INTO {events.name} (agent_id, task_id, seq, data)
+                SELECT p_agent[i], p_task[i], v_prev + e.n, e.data
+                FROM unnest(p_events[v_pos + 1 : v_pos + p_count[i]])
+                     WITH ORDINALITY AS e(data, n);
+                IF p_channel IS NOT NULL THEN
+                    PERFORM pg_notify(p_channel, p_agent[i] || ' ' || p_task[i] || ' ' || v_last);
+                END IF;
+            ELSE
+                v_result[i] := (SELECT coalesce(max(ev.seq), 0) FROM {events.name} AS ev
+                                WHERE ev.agent_id = p_agent[i] AND ev.task_id = p_task[i]);
+            END IF;
+        END IF;
+        IF v_rows = 1 AND p_dcount[i] > 0 THEN
+            INSERT INTO {push_outbox.name}
+                (agent_id, task_id, config_id, seq, snapshot, attempts, due, first_failure,
+                 last_error, dead)
+            SELECT p_agent[i], p_task[i], d_config[k], d_seq[k], d_snap[k], d_attempts[k],
+                   d_due[k], d_first[k], d_error[k], d_dead[k]
+            FROM generate_series(v_dpos + 1, v_dpos + p_dcount[i]) AS k
+            ON CONFLICT DO NOTHING;
+        END IF;
+        v_pos := v_pos + p_count[i];
+        v_dpos := v_dpos + p_dcount[i];
+    END LOOP;
+    RETURN v_result;
+END
+$fn$
+"""
+
+
+async def _add_save_with_deliveries(conn: AsyncConnection) -> None:
+    """Version 6: PostgreSQL saves carrying push deliveries stay in the group commit
+    (:data:`SAVE_TASKS_WITH_DELIVERIES`; the v4 function stays for older instances)."""
+    if conn.dialect.name == "postgresql":
+        await conn.exec_driver_sql(_SAVE_TASKS_V6_SQL)
+
+
 async def _add_outbox(conn: AsyncConnection) -> None:
     """Version 5: the push notification outbox and the shared named values."""
     await create_table(conn, push_outbox)
@@ -311,7 +423,7 @@ $fn$
 
 
 async def _add_message_claims(conn: AsyncConnection) -> None:
-    """Version 6: message claims (idempotent sends), and PostgreSQL's batch claim function."""
+    """Version 7: message claims (idempotent sends), and PostgreSQL's batch claim function."""
     await create_table(conn, message_claims)
     if conn.dialect.name == "postgresql":
         await conn.exec_driver_sql(_CLAIM_MESSAGES_SQL)
@@ -323,7 +435,9 @@ _MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {
     3: _add_owner,
     4: _add_save_function,
     5: _add_outbox,
-    6: _add_message_claims,
+    6: _add_save_with_deliveries,
+    7: _add_message_claims,
+    8: _list_indexes,
 }
 
 
@@ -340,6 +454,7 @@ async def setup_schema(conn: AsyncConnection, safe_url: str) -> None:
         for table in _DATA_TABLES:
             await create_table(conn, table)
         await _add_save_function(conn)
+        await _add_save_with_deliveries(conn)
         if dialect == "postgresql":
             await conn.exec_driver_sql(_CLAIM_MESSAGES_SQL)
         insert = pg_dialect.insert if dialect == "postgresql" else sqlite_dialect.insert

@@ -1,13 +1,16 @@
 """Group commit for SQLite: saves queue up and one thread writes each batch in one transaction.
 
+Other writes of the store (the push outbox's claims and outcomes) join the same
+batches through :meth:`SqliteWriter.run`, so they never wait for the database lock
+a batch holds.
+
 aiosqlite costs a thread hop per statement; a save is three of them plus the
 commit.  Here every ``save_task`` waiting at the same moment goes into one batch,
 written by a dedicated thread on its own sqlite3 connection in one transaction —
 each save in a SAVEPOINT of its own, so one bad save (a seq conflict) fails
 alone.  The statements are the store's SQLAlchemy ones, compiled once.  A caller's await returns
 once the transaction holding its save has committed, so an acknowledged task is
-on disk.  Other writes (message claims) join the same batches as plans of their own
-(:meth:`SqliteWriter.run`).
+on disk.
 """
 
 from __future__ import annotations
@@ -26,13 +29,9 @@ from a2a_hub.stores.base import Delivery, TaskEvent
 
 __all__ = ["SqliteWriter"]
 
-Plan = Callable[
-    [str, Task, Sequence[TaskEvent], str | None, Sequence[Delivery]],
-    Generator[tuple[Any, Any], Any, None],
-]
-#: A write: statements yielded one by one, each result sent back; its return value is
-#: what the caller's await returns.
+#: Statements to run: yields ``(statement, params)``, receives each result, returns a value.
 Steps = Generator[tuple[Any, Any], Any, Any]
+Plan = Callable[[str, Task, Sequence[TaskEvent], str | None, Sequence[Delivery]], Steps]
 
 
 class _Result:
@@ -41,11 +40,14 @@ class _Result:
     __slots__ = ("_rows", "rowcount")
 
     def __init__(self, cursor: sqlite3.Cursor) -> None:
-        self.rowcount = cursor.rowcount
         self._rows = cursor.fetchall() if cursor.description else []
+        self.rowcount = cursor.rowcount
 
     def scalar_one(self) -> Any:
         return self._rows[0][0]
+
+    def all(self) -> list[Any]:
+        return self._rows
 
     def scalar_one_or_none(self) -> Any:
         return self._rows[0][0] if self._rows else None
@@ -86,7 +88,7 @@ class SqliteWriter:
         self._conn: sqlite3.Connection | None = None
         self._compiled: dict[int, _Compiled] = {}
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2a-sqlite-writer")
-        self._pending: list[tuple[Steps, asyncio.Future[Any]]] = []
+        self._pending: list[tuple[Callable[[], Steps], asyncio.Future[Any]]] = []
         self._drainer: asyncio.Task[None] | None = None
 
     async def save(
@@ -98,13 +100,16 @@ class SqliteWriter:
         deliveries: Sequence[Delivery] = (),
     ) -> None:
         """Queue one save and wait until the transaction holding it has committed."""
-        await self.run(self._plan(agent_id, task, events, owner, deliveries))
+        await self._queue(lambda: self._plan(agent_id, task, events, owner, deliveries))
 
     async def run(self, steps: Steps) -> Any:
-        """Queue one write (its own SAVEPOINT in the next batch) and wait until the
-        transaction holding it has committed; returns what ``steps`` returns."""
+        """Run other statements in the next batch (in a savepoint of their own, like a
+        save); returns what ``steps`` returns once the batch has committed."""
+        return await self._queue(lambda: steps)
+
+    async def _queue(self, item: Callable[[], Steps]) -> Any:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending.append((steps, future))
+        self._pending.append((item, future))
         if self._drainer is None or self._drainer.done():
             self._drainer = asyncio.ensure_future(self._drain())
         return await future
@@ -113,14 +118,14 @@ class SqliteWriter:
         loop = asyncio.get_running_loop()
         while self._pending:
             batch, self._pending = self._pending, []
-            results: list[tuple[Any, BaseException | None]]
+            results: list[tuple[BaseException | None, Any]]
             try:
                 results = await loop.run_in_executor(
                     self._thread, self._write, [item for item, _ in batch]
                 )
             except BaseException as exc:  # the whole transaction failed
-                results = [(None, exc)] * len(batch)
-            for (_, future), (value, error) in zip(batch, results, strict=True):
+                results = [(exc, None)] * len(batch)
+            for (_, future), (error, value) in zip(batch, results, strict=True):
                 if future.done():
                     continue
                 if error is None:
@@ -146,23 +151,23 @@ class SqliteWriter:
             compiled = self._compiled[id(statement)] = _Compiled(statement)
         return compiled
 
-    def _write(self, items: list[Steps]) -> list[tuple[Any, BaseException | None]]:
+    def _write(self, items: list[Callable[[], Steps]]) -> list[tuple[BaseException | None, Any]]:
         conn = self._connection()
         cursor = conn.cursor()
-        outcomes: list[tuple[Any, BaseException | None]] = []
+        outcomes: list[tuple[BaseException | None, Any]] = []
         cursor.execute("BEGIN IMMEDIATE")
         try:
-            for steps in items:
+            for item in items:
                 cursor.execute("SAVEPOINT save")
                 try:
-                    value = self._run(cursor, steps)
+                    value = self._run(cursor, item())
                 except Exception as exc:
                     cursor.execute("ROLLBACK TO save")
                     cursor.execute("RELEASE save")
-                    outcomes.append((None, exc))
+                    outcomes.append((exc, None))
                 else:
                     cursor.execute("RELEASE save")
-                    outcomes.append((value, None))
+                    outcomes.append((None, value))
             cursor.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -170,17 +175,19 @@ class SqliteWriter:
             raise
         return outcomes
 
-    def _run(self, cursor: sqlite3.Cursor, plan: Steps) -> Any:
-        result: Any = None
-        while True:
-            try:
-                statement, params = plan.send(result)
-            except StopIteration as stop:
-                return stop.value
-            try:
-                result = self._statement(statement).run(cursor, params)
-            except sqlite3.IntegrityError as exc:
-                plan.throw(sa_exc.IntegrityError(str(statement), params, exc))
+    def _run(self, cursor: sqlite3.Cursor, steps: Steps) -> Any:
+        try:
+            step = next(steps)
+            while True:
+                statement, params = step
+                try:
+                    result = self._statement(statement).run(cursor, params)
+                except sqlite3.IntegrityError as exc:
+                    step = steps.throw(sa_exc.IntegrityError(str(statement), params, exc))
+                else:
+                    step = steps.send(result)
+        except StopIteration as stop:
+            return stop.value
 
     async def close(self) -> None:
         """Finish what is queued, then stop the thread."""

@@ -6,16 +6,19 @@ msgspec JSON blobs next to the few columns that are queried.
 
 ``a2a_tasks.last_seq`` mirrors the highest event ``seq`` of the task, so that
 :meth:`SqlStore.save_task` checks that new events continue the log with a
-conditional write instead of an extra read.  Saves are group-committed: on
-SQLite through one writer thread (:mod:`.sqlite_writer`), on PostgreSQL as one
-function call per batch (:mod:`.pg_writer`), one round trip and one commit for
-every save waiting at that moment.  PostgreSQL reads run in autocommit: one
+conditional write instead of an extra read.  Saves are group-committed, with the
+push deliveries they carry: on SQLite through one writer thread
+(:mod:`.sqlite_writer`), on PostgreSQL as one function call per batch
+(:mod:`.pg_writer`), one round trip and one commit for every save waiting at that
+moment.  PostgreSQL reads run in autocommit: one
 round trip each, no BEGIN/ROLLBACK around them.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import sqlite3
 import time
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
@@ -27,10 +30,12 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    and_,
     bindparam,
     delete,
     event,
     func,
+    or_,
     select,
     tuple_,
     update,
@@ -47,6 +52,7 @@ from a2a_hub.protocol.errors import StoreUnavailableError, TaskNotFoundError
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
 from a2a_hub.stores.base import (
     Delivery,
+    DeliverySource,
     MessageClaim,
     Store,
     StoredTask,
@@ -59,6 +65,7 @@ from a2a_hub.stores.base import (
     guarded,
     log_conflict,
     now,
+    page_token_total,
     unavailable_error,
 )
 from a2a_hub.stores.coordinator import Coordinator, LocalCoordinator
@@ -169,11 +176,29 @@ _DUE_HEADS = (
     .order_by(_ob.due)
     .limit(bindparam("p_limit", type_=Integer))
 )
-_CLAIM = (
-    update(push_outbox)
-    .where(*_ob_key, _ob.dead == 0, _ob.due <= bindparam("p_now", type_=Double))
-    .values(due=bindparam("p_until", type_=Double))
-)
+_CLAIM_ONE = update(push_outbox).where(*_ob_key).values(due=bindparam("p_until", type_=Double))
+_ob_ident = tuple_(_ob.agent_id, _ob.task_id, _ob.config_id, _ob.seq, _ob.snapshot)
+
+
+def _claim_deliveries(dialect: str) -> Any:
+    """Claim the due heads in one statement (``RETURNING`` them): the conditions are
+    checked again on each row as it is updated, so a row another claimant moved
+    meanwhile is left out (PostgreSQL also skips rows locked by a concurrent claim)."""
+    heads = _DUE_HEADS.with_only_columns(*_OUTBOX_COLUMNS[:5])
+    if dialect == "postgresql":
+        heads = heads.with_for_update(skip_locked=True, of=push_outbox)
+    return (
+        update(push_outbox)
+        .where(
+            _ob_ident.in_(heads),
+            _ob.dead == 0,
+            _ob.due <= bindparam("p_now", type_=Double),
+        )
+        .values(due=bindparam("p_until", type_=Double))
+        .returning(*_OUTBOX_COLUMNS)
+    )
+
+
 _FINISH = delete(push_outbox).where(*_ob_key)
 _DELETE_OUTBOX = delete(push_outbox).where(
     _ob.agent_id == bindparam("p_agent", type_=String),
@@ -196,6 +221,7 @@ _DEAD = (
     .order_by(_ob.due)
     .limit(bindparam("p_limit", type_=Integer))
 )
+_OUTBOX_SIZE = select(_ob.dead, func.count()).group_by(_ob.dead)
 _REQUEUE = (
     update(push_outbox)
     .where(*_ob_key, _ob.dead == 1)
@@ -293,6 +319,7 @@ class _Statements:
             .scalar_subquery(),
             data=bindparam("p_data", type_=LargeBinary),
         )
+        self.claim_deliveries = _claim_deliveries(dialect)
         self.add_meta = insert(meta).on_conflict_do_nothing()
         self.add_claim = insert(message_claims).on_conflict_do_nothing()
         # A delivery already queued (or dead) is kept as it is.
@@ -310,33 +337,55 @@ class _Statements:
 # --- helpers ---------------------------------------------------------------------------
 
 
-async def _run_steps(conn: AsyncConnection, steps: Generator[tuple[Any, Any], Any, Any]) -> Any:
-    """Run a plan of statements (see ``SqlStore._save_plan``) on ``conn``: each result is
-    sent back into it, an IntegrityError thrown into it; returns its return value."""
-    try:
-        statement, params = steps.send(None)
-        while True:
-            try:
-                result = await conn.execute(statement, params)
-            except sa_exc.IntegrityError as exc:
-                statement, params = steps.throw(exc)
-            else:
-                statement, params = steps.send(result)
-    except StopIteration as stop:
-        return stop.value
-
-
 _UNREACHABLE = (OSError, sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
+
+#: SQLite primary result codes that mean "the database file cannot be used", not a bug of
+#: ours: PERM, BUSY, LOCKED, READONLY, IOERR, CORRUPT, FULL, CANTOPEN, NOTADB.
+_SQLITE_UNUSABLE = frozenset({3, 5, 6, 8, 10, 11, 13, 14, 26})
 
 
 def _unreachable(exc: BaseException) -> bool:
-    """The database cannot be reached (or dropped the connection under us)."""
+    """The database cannot be reached (or dropped the connection under us), or, for SQLite,
+    its file cannot be written or read (read-only, deleted, disk full …)."""
     if isinstance(exc, _UNREACHABLE):
         return True
+    if isinstance(exc, sqlite3.Error):  # raised by the SQLite writer thread, unwrapped
+        return (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _SQLITE_UNUSABLE
     return isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
 
 
+def _file_identity(path: str) -> tuple[str, int, int]:
+    """The absolute path of a file and what identifies the file itself (device, inode)."""
+    st = os.stat(path)
+    return os.path.realpath(path), st.st_dev, st.st_ino
+
+
+class SqliteFileLostError(OSError):
+    """The SQLite file the store opened is no longer the file at its path (deleted, moved or
+    replaced while serving): everything written from now on would be lost."""
+
+
 _guarded = guarded(_unreachable)
+
+#: A plan of writes: yields ``(statement, params)``, receives each result (an
+#: IntegrityError is thrown back into it) and returns its outcome.
+_Plan = Generator[tuple[Any, Any], Any, Any]
+
+
+async def _drive(conn: AsyncConnection, plan: _Plan) -> Any:
+    """Run a plan on an async connection (in its transaction)."""
+    try:
+        step = next(plan)
+        while True:
+            statement, params = step
+            try:
+                result = await conn.execute(statement, params)
+            except sa_exc.IntegrityError as exc:
+                step = plan.throw(exc)
+            else:
+                step = plan.send(result)
+    except StopIteration as stop:
+        return stop.value
 
 
 def _engine_url(url: str) -> tuple[URL, str]:
@@ -423,6 +472,8 @@ class SqlStore(Store):
         #: Saves in batches (group commit): a writer thread for SQLite files, one
         #: function call per batch for PostgreSQL.
         self._writer: SqliteWriter | PostgresWriter | None = None
+        #: The SQLite file opened, as (path, st_dev, st_ino); None for PostgreSQL and memory.
+        self._file: tuple[str, int, int] | None = None
         self._stmts = _Statements(self._dialect)
         if self._dialect == "postgresql":
             try:
@@ -460,13 +511,36 @@ class SqlStore(Store):
         """The SQLAlchemy engine; only valid between :meth:`open` and :meth:`close`."""
         if self._engine is None:
             raise RuntimeError(f"{self!r} is not open; await store.open() first")
+        self._check_file()
         return self._engine
 
     def _read(self) -> AsyncConnection:
         """A connection for reads (use as ``async with``)."""
         if self._reader is None:
             raise RuntimeError(f"{self!r} is not open; await store.open() first")
+        self._check_file()
         return self._reader.connect()
+
+    def _check_file(self) -> None:
+        """Raise :class:`SqliteFileLostError` if the SQLite file opened is no longer the one
+        at its path.  SQLite keeps reading and writing a deleted or replaced file through
+        its open descriptors, so without this the hub would answer every request while
+        writing into a file nobody will ever open again (one ``stat`` per operation)."""
+        if self._file is None:
+            return
+        path, dev, ino = self._file
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise SqliteFileLostError(
+                f"the SQLite file {path} was deleted while the hub was serving; restart the "
+                "hub (its data is gone unless you restore the file)"
+            ) from None
+        if (st.st_dev, st.st_ino) != (dev, ino):
+            raise SqliteFileLostError(
+                f"the SQLite file {path} was replaced by another file while the hub was "
+                "serving; restart the hub to use the new one"
+            )
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -511,12 +585,14 @@ class SqlStore(Store):
         elif not _sqlite_in_memory(self._engine_url):
             database = self._engine_url.database or ""
             self._writer = SqliteWriter(database, self._save_plan, _sqlite_on_connect)
+            self._file = _file_identity(database)
 
     async def close(self) -> None:
         writer, self._writer = self._writer, None
         if writer is not None:
             await writer.close()
         engine, self._engine, self._reader = self._engine, None, None
+        self._file = None
         if engine is not None:
             await engine.dispose()
 
@@ -550,14 +626,14 @@ class SqlStore(Store):
     ) -> None:
         writer = self._writer
         if isinstance(writer, SqliteWriter):
+            self._check_file()
             await writer.save(agent_id, task, events, owner, deliveries)
             return
-        if writer is not None and not deliveries:  # PostgreSQL group commit
-            await writer.save(agent_id, task, events, owner)
+        if writer is not None:  # PostgreSQL group commit
+            await writer.save(agent_id, task, events, owner, deliveries)
             return
-        # PostgreSQL with deliveries: one transaction here, out of the group commit.
-        async with self.engine.begin() as conn:
-            await _run_steps(conn, self._save_plan(agent_id, task, events, owner, deliveries))
+        async with self.engine.begin() as conn:  # SQLite in memory
+            await _drive(conn, self._save_plan(agent_id, task, events, owner, deliveries))
 
     def _save_plan(
         self,
@@ -633,10 +709,11 @@ class SqlStore(Store):
         if writer is None or isinstance(writer, SqliteWriter):
             steps = self._claim_plan(agent_id, owner or "", message_id, created, claim)
             if writer is not None:
+                self._check_file()
                 found: bytes | None = await writer.run(steps)
             else:
                 async with self.engine.begin() as conn:
-                    found = await _run_steps(conn, steps)
+                    found = await _drive(conn, steps)
         else:  # PostgreSQL: in the next batch of claims, one function call
             found = await writer.claim(
                 agent_id, owner or "", message_id, created, _enc.encode(claim), claim
@@ -701,9 +778,11 @@ class SqlStore(Store):
         if query.updated_after is not None:
             where.append(tasks.c.updated_at >= query.updated_after)
         page_where = list(where)
+        total: int | None = None
         if query.page_token:
             cursor = decode_page_token(query.page_token)
             page_where.append(tuple_(tasks.c.updated_at, tasks.c.task_id) < cursor)
+            total = page_token_total(query.page_token)
         size = max(query.page_size, 0)
         stmt = (
             select(tasks.c.updated_at, tasks.c.task_id, tasks.c.data)
@@ -713,12 +792,17 @@ class SqlStore(Store):
         )
         async with self._read() as conn:
             rows = (await conn.execute(stmt)).all()
-            total = (
-                await conn.execute(select(func.count()).select_from(tasks).where(*where))
-            ).scalar_one()
-        more = len(rows) > size
+            more = len(rows) > size
+            if total is None and not more and not query.page_token:
+                total = len(rows)  # the whole result is on this page
+            elif total is None:
+                # counted once, for the first page (an index-only count with the filters'
+                # indexes); the page token carries it to the later pages, which repeat it
+                total = (
+                    await conn.execute(select(func.count()).select_from(tasks).where(*where))
+                ).scalar_one()
         page = rows[:size]
-        token = encode_page_token(page[-1][0], page[-1][1]) if page and more else ""
+        token = encode_page_token(page[-1][0], page[-1][1], total) if page and more else ""
         return TaskPage(
             tasks=[_task_dec.decode(r[2]) for r in page], next_page_token=token, total_size=total
         )
@@ -776,56 +860,135 @@ class SqlStore(Store):
 
     @_guarded
     async def add_deliveries(self, deliveries: Sequence[Delivery]) -> None:
-        if not deliveries:
-            return
-        async with self.engine.begin() as conn:
-            await conn.execute(self._stmts.add_delivery, [_delivery_row(d) for d in deliveries])
+        if deliveries:
+            await self._write_plan(self._add_plan(deliveries))
+
+    def _add_plan(self, deliveries: Sequence[Delivery]) -> _Plan:
+        yield self._stmts.add_delivery, [_delivery_row(d) for d in deliveries]
 
     @_guarded
     async def claim_deliveries(
         self, limit: int, lease: float, now: float | None = None
     ) -> list[Delivery]:
         at = time.time() if now is None else now
-        async with self._read() as conn:
-            rows = (await conn.execute(_DUE_HEADS, {"p_now": at, "p_limit": limit})).all()
-        claimed = []
-        for row in rows:
-            d = _delivery_of(row)
-            # Optimistic: only one claimant moves ``due`` past now (PostgreSQL re-checks
-            # the condition after a concurrent update commits).
-            async with self.engine.begin() as conn:
-                result = await conn.execute(
-                    _CLAIM, {**_delivery_key(d), "p_now": at, "p_until": at + lease}
-                )
-            if result.rowcount == 1:
-                d.due = at + lease
-                claimed.append(d)
-        return claimed
+        params = {"p_now": at, "p_until": at + lease, "p_limit": limit}
+        rows = await self._write_plan(self._claim_deliveries_plan(params))
+        return sorted((_delivery_of(r) for r in rows), key=lambda d: d.due)
+
+    def _claim_deliveries_plan(self, params: dict[str, Any]) -> _Plan:
+        if self._dialect == "postgresql":
+            result = yield self._stmts.claim_deliveries, params
+            return list(result.all())
+        # SQLite: the transaction holds the database's write lock from its start, so
+        # reading the heads and then moving each by its key is atomic (and each update is
+        # a primary-key lookup, where one UPDATE … IN (…) walks every due row).
+        heads = list((yield _DUE_HEADS, params).all())
+        if heads:
+            until = params["p_until"]
+            yield _CLAIM_ONE, [{**_delivery_key(_delivery_of(r)), "p_until": until} for r in heads]
+        return [(*row[:6], params["p_until"], *row[7:]) for row in heads]
 
     @_guarded
     async def finish_delivery(self, delivery: Delivery) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(_FINISH, _delivery_key(delivery))
+        await self._write_plan(self._settle_plan([delivery], ()))
 
     @_guarded
     async def update_delivery(self, delivery: Delivery) -> None:
-        d = delivery
-        params = {
-            **_delivery_key(d),
-            "p_attempts": d.attempts,
-            "p_due": d.due,
-            "p_first": d.first_failure,
-            "p_error": d.last_error,
-            "p_dead": int(d.dead),
-        }
+        await self._write_plan(self._settle_plan((), [delivery]))
+
+    @_guarded
+    async def settle_deliveries(
+        self, finished: Sequence[Delivery] = (), updated: Sequence[Delivery] = ()
+    ) -> None:
+        if finished or updated:
+            await self._write_plan(self._settle_plan(finished, updated))
+
+    def _settle_plan(self, finished: Sequence[Delivery], updated: Sequence[Delivery]) -> _Plan:
+        if finished:
+            yield _FINISH, [_delivery_key(d) for d in finished]
+        if updated:
+            rows = [
+                {
+                    **_delivery_key(d),
+                    "p_attempts": d.attempts,
+                    "p_due": d.due,
+                    "p_first": d.first_failure,
+                    "p_error": d.last_error,
+                    "p_dead": int(d.dead),
+                }
+                for d in updated
+            ]
+            yield _UPDATE_DELIVERY, rows
+
+    async def _write_plan(self, plan: _Plan) -> Any:
+        """Run a plan of writes in one transaction: on SQLite in the writer thread's next
+        batch (so the dispatcher never waits for the lock a batch of saves holds)."""
+        writer = self._writer
+        if isinstance(writer, SqliteWriter):
+            self._check_file()
+            return await writer.run(plan)
         async with self.engine.begin() as conn:
-            await conn.execute(_UPDATE_DELIVERY, params)
+            return await _drive(conn, plan)
+
+    @_guarded
+    async def delivery_sources(self, deliveries: Sequence[Delivery]) -> list[DeliverySource]:
+        if not deliveries:
+            return []
+        pc, ec = push_configs.c, events.c
+        # Per agent, its tasks (and the seqs wanted): "IN" lists an index can serve on
+        # SQLite and PostgreSQL alike (a row-value IN list makes SQLite scan the table);
+        # the rows beyond those asked for are dropped below.
+        tasks_of: dict[str, set[str]] = {}
+        seqs_of: dict[str, set[int]] = {}
+        for d in deliveries:
+            tasks_of.setdefault(d.agent_id, set()).add(d.task_id)
+            if not d.snapshot:
+                seqs_of.setdefault(d.agent_id, set()).add(d.seq)
+        config_where = or_(
+            *(and_(pc.agent_id == a, pc.task_id.in_(ts)) for a, ts in tasks_of.items())
+        )
+        event_where = or_(
+            *(
+                and_(ec.agent_id == a, ec.task_id.in_(tasks_of[a]), ec.seq.in_(seqs))
+                for a, seqs in seqs_of.items()
+            )
+        )
+        async with self._read() as conn:
+            config_rows = (
+                await conn.execute(
+                    select(pc.agent_id, pc.task_id, pc.config_id, pc.data).where(config_where)
+                )
+            ).all()
+            event_rows: Sequence[Any] = ()
+            if seqs_of:
+                event_rows = (
+                    await conn.execute(
+                        select(ec.agent_id, ec.task_id, ec.seq, ec.data).where(event_where)
+                    )
+                ).all()
+        configs = {(a, t, c): _push_dec.decode(data) for a, t, c, data in config_rows}
+        found = {(a, t, int(seq)): data for a, t, seq, data in event_rows}
+        out = []
+        for d in deliveries:
+            config = configs.get((d.agent_id, d.task_id, d.config_id))
+            data = None
+            if config is not None and not d.snapshot:
+                data = found.get((d.agent_id, d.task_id, d.seq))
+            out.append(DeliverySource(config, None if data is None else _event_dec.decode(data)))
+        return out
 
     @_guarded
     async def dead_deliveries(self, limit: int = 1000) -> list[Delivery]:
         async with self._read() as conn:
             rows = (await conn.execute(_DEAD, {"p_limit": limit})).all()
         return [_delivery_of(r) for r in rows]
+
+    @_guarded
+    async def outbox_size(self) -> tuple[int, int]:
+        async with self._read() as conn:
+            rows = (await conn.execute(_OUTBOX_SIZE)).all()
+        counts = {bool(dead): int(n) for dead, n in rows}
+        return counts.get(False, 0), counts.get(True, 0)
 
     @_guarded
     async def requeue_deliveries(self, ids: Sequence[str] | None = None) -> int:

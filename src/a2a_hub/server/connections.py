@@ -1,0 +1,76 @@
+"""Slow clients: a connection must send a request's headers within ``header_timeout``.
+
+uvicorn closes a keep-alive connection that idles between requests
+(``timeout_keep_alive``), but a connection that sends nothing after it opens, or stops
+in the middle of its headers, stays open forever: a few hundred of them hold sockets
+and file descriptors until the process runs out.  :class:`HeaderTimeoutProtocol` is
+uvicorn's httptools protocol with one more timer: armed when the connection opens and
+when a request's first byte arrives, cancelled when its headers are complete; when it
+fires the connection is closed.  A request's body and its streamed answer (SSE) are not
+limited by it.  ``a2a-hub serve`` passes it to uvicorn with :func:`uvicorn_options`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+__all__ = ["HeaderTimeoutProtocol", "uvicorn_options"]
+
+log = logging.getLogger("a2a_hub.server")
+
+#: The attribute of uvicorn's ``Config`` carrying the timeout to each connection.
+_CONFIG_ATTR = "a2a_hub_header_timeout"
+
+
+class HeaderTimeoutProtocol(HttpToolsProtocol):
+    """uvicorn's httptools HTTP/1.1 protocol, closing connections whose headers do not come."""
+
+    def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(config, *args, **kwargs)
+        self.header_timeout: float = getattr(config, _CONFIG_ATTR, 0.0)
+        self.header_timer: asyncio.TimerHandle | None = None
+
+    def _arm(self) -> None:
+        if self.header_timeout > 0 and self.header_timer is None:
+            self.header_timer = self.loop.call_later(self.header_timeout, self._headers_late)
+
+    def _disarm(self) -> None:
+        if self.header_timer is not None:
+            self.header_timer.cancel()
+            self.header_timer = None
+
+    def _headers_late(self) -> None:
+        self.header_timer = None
+        if not self.transport.is_closing():
+            log.debug(
+                "closed %s: no complete request headers within %gs",
+                self.client,
+                self.header_timeout,
+            )
+            self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._arm()  # a later request on a kept-alive connection: its headers are timed too
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
+
+
+def uvicorn_options(config: Any, header_timeout: float) -> None:
+    """Make uvicorn ``config`` serve HTTP/1.1 with :class:`HeaderTimeoutProtocol`."""
+    config.http = HeaderTimeoutProtocol
+    setattr(config, _CONFIG_ATTR, header_timeout)

@@ -180,7 +180,7 @@ async def test_a_first_attempt_that_left_nothing_is_a_clear_error() -> None:
 async def test_a_non_blocking_send_whose_first_write_fails_is_the_one_its_retry_finds() -> None:
     store = FlakyStore()
     agent = Counted(delay=0.05)
-    engine = TaskEngine("a", agent, store, flush_delay=0.01)
+    engine = TaskEngine("a", agent, store)
     mid = str(uuid.uuid4())
     store.saves_down = True
     with pytest.raises(StoreUnavailableError):

@@ -140,8 +140,6 @@ async def test_many_waiters_never_starve_the_store_or_the_leases(
         for task in tasks:
             await store.save_task(agent_id, task, [status_event(2, task, TaskState.WORKING)])
         await asyncio.wait_for(asyncio.gather(*waiters), 25)
-        # a follower behind what another one has seen returns at once
-        await asyncio.wait_for(b.wait_events(agent_id, tasks[0].id, after=0, wait=30), 25)
     finally:
         await a.release_lease(agent_id, tasks[0].id, "instance-a")
         await stop(a, b)

@@ -91,12 +91,19 @@ class ChattyExecutor(AgentExecutor):
     """
 
     def __init__(
-        self, chunks: int = 997, size: int = 8, pause_every: int = 25, delay: float = 0.0
+        self,
+        chunks: int = 997,
+        size: int = 8,
+        pause_every: int = 25,
+        delay: float = 0.0,
+        pause: float | None = None,
     ) -> None:
         self.chunks = int(chunks)
         self.size = int(size)
         self.pause_every = int(pause_every)
         self.delay = float(delay)
+        #: Seconds of each pause (default: 2 ms, or none when it pauses after every chunk).
+        self.pause = float(pause) if pause is not None else None
 
     async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         await updater.start()
@@ -107,7 +114,10 @@ class ChattyExecutor(AgentExecutor):
                 text, artifact_id="out", name="out", append=i > 0, last_chunk=i == self.chunks - 1
             )
             if self.pause_every and i % self.pause_every == 0:
-                await asyncio.sleep(0.002 if self.pause_every > 1 else 0)
+                pause = self.pause
+                if pause is None:
+                    pause = 0.002 if self.pause_every > 1 else 0
+                await asyncio.sleep(pause)
         await updater.complete()
 
 

@@ -461,6 +461,7 @@ class ParallelExecutor(CompositeExecutor):
             )
             jobs[job] = (i, child)
         tally = _Tally()
+        failure: str | None = None
         try:
             pending = set(jobs)
             while pending:
@@ -472,15 +473,22 @@ class ParallelExecutor(CompositeExecutor):
                         contexts[child.name] = outcome.context_id
                     if self.canceled(ctx):
                         return
-                    if not await self._settle(
+                    failure = await self._settle(
                         ctx, updater, contexts, tally, i, child, problem, outcome
-                    ):
-                        return
+                    )
+                    if failure is not None:
+                        pending = set()
+                        break
         finally:
+            # the other children stop (their tasks end canceled) before the composite ends
             for job in jobs:
                 if not job.done():
                     job.cancel()
             await asyncio.gather(*jobs, return_exceptions=True)
+        if failure is not None:  # fail-fast: waiting children end too, then the whole fails
+            await self._cancel_waiting_children(ctx, tally)
+            await updater.fail(_memo_message(updater, failure, {"contexts": contexts}))
+            return
         await self._next(updater, contexts, tally)
 
     async def _settle(
@@ -493,8 +501,9 @@ class ParallelExecutor(CompositeExecutor):
         child: ChildSpec,
         problem: str | None,
         outcome: Outcome | None,
-    ) -> bool:
-        """Account for one child's turn; False when the composite failed (fail-fast)."""
+    ) -> str | None:
+        """Account for one child's turn; the problem that fails the composite (fail-fast),
+        else ``None``."""
         artifact_id = f"parallel-{i + 1}-{child.name}"
         waiting = _waiting_task(outcome)
         if problem is None and waiting is not None:
@@ -503,12 +512,10 @@ class ParallelExecutor(CompositeExecutor):
             tally.waiting.append(
                 {"child": child.name, "index": i, "taskId": waiting, "question": question}
             )
-            return True
+            return None
         if problem is not None:
             if self.on_failure == "fail":
-                await self._cancel_waiting_children(ctx, tally)
-                await updater.fail(_memo_message(updater, problem, {"contexts": contexts}))
-                return False
+                return problem
             tally.failures.append(problem)
             await updater.artifact(
                 problem,
@@ -516,7 +523,7 @@ class ParallelExecutor(CompositeExecutor):
                 artifact_id=artifact_id,
                 metadata={"child": child.name, "state": "failed"},
             )
-            return True
+            return None
         assert outcome is not None
         tally.answered += 1
         await updater.artifact(
@@ -525,7 +532,7 @@ class ParallelExecutor(CompositeExecutor):
             artifact_id=artifact_id,
             metadata={"child": child.name},
         )
-        return True
+        return None
 
     async def _next(self, updater: TaskUpdater, contexts: dict[str, str], tally: _Tally) -> None:
         """Ask the next waiting child's question, or complete with the summary."""
@@ -571,8 +578,12 @@ class ParallelExecutor(CompositeExecutor):
             assert outcome is not None
             question = text_of(outcome.message.parts) if outcome.message else ""
             tally.waiting.insert(0, {**first, "taskId": again, "question": question})
-        elif not await self._settle(ctx, updater, contexts, tally, i, child, problem, outcome):
-            return
+        else:
+            failure = await self._settle(ctx, updater, contexts, tally, i, child, problem, outcome)
+            if failure is not None:  # fail-fast: no other child runs now; waiting ones end
+                await self._cancel_waiting_children(ctx, tally)
+                await updater.fail(_memo_message(updater, failure, {"contexts": contexts}))
+                return
         await self._next(updater, contexts, tally)
 
     async def _cancel_waiting_children(self, ctx: RequestContext, tally: _Tally) -> None:

@@ -15,6 +15,7 @@ every event to a callback on the way (to pass chunks and progress through).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -162,14 +163,23 @@ class LocalPeer(Peer):
         stream = await self.engine.send_stream(
             SendMessageRequest(message=message), caller=self.caller
         )
+        shown = ended = False
         try:
             async for record in stream:
                 event = record.event
                 if event.message is not None and event.message.role is Role.USER:
                     continue  # the message we sent, logged into the history
+                shown = True
                 yield event, False
+            ended = True
         finally:
             stream.close()
+            run = None if shown or ended else self.engine.live(stream.task_id)
+            if run is not None:
+                # abandoned (canceled, timed out) before the task was shown, which happens
+                # only once it is written: the caller cannot name it to cancel it, so do it
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(run.cancel())
 
     async def cancel(self, task_id: str) -> None:
         try:

@@ -75,7 +75,7 @@ class TaskEngine:
         #: Writes the runs that keep working, as soon as they have new events.
         self.flusher = Flusher()
         self._runs = Runs(agent_id, executor, store, self.pubsub, self.flusher, cluster)
-        #: Each task's events after a given seq, those not written yet included.
+        #: Each task's events after a given seq (the store's: events are shown once written).
         coordinator = None if cluster is None else cluster.coordinator
         self.log = TaskLog(agent_id, store, self._runs, coordinator)
         #: Idempotent sends: each message id of a caller runs once.

@@ -7,8 +7,8 @@ starts at a position — "after seq N" (a reconnect with ``Last-Event-ID: N``) o
 1. it registers its :class:`Subscription` on the task's topic *first*, so that
    nothing published from then on is missed;
 2. it reads the backlog from the :class:`TaskLog`: events after N (from the
-   store, and from the live run for events not written yet), or the snapshot
-   with its seq;
+   store, which holds every event ever published), or the snapshot as last
+   written, with its seq;
 3. it yields the live events, skipping any it already yielded (``seq`` ≤ last).
 
 A subscriber that falls behind by more than its buffer is never allowed to grow

@@ -180,8 +180,11 @@ class Dispatcher:
             else:
                 if claimed and len(claimed) >= free:
                     continue  # more may be due
+            # not asyncio.wait_for: on Python 3.11 it can swallow a cancellation that
+            # arrives as the wake-up does, and close() would wait for this loop forever
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.poll)
+                async with asyncio.timeout(self.poll):
+                    await self._wake.wait()
 
     async def _settle(self) -> None:
         """Write the outcomes gathered since the last round, in one store call."""

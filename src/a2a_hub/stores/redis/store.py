@@ -219,6 +219,12 @@ class RedisOptions:
         return cls(connect_url, safe_url, prefix, task_ttl, history_ttl, push_ttl)
 
 
+#: Connections the store's pool opens at most (redis-py's default is 100).  Only short
+#: commands use it (followers wait through the coordinator's one StreamWatcher
+#: connection), but a burst of them (a storm of resuming streams) may need more than 100
+#: at once; a full pool fails a command at once (a blocking pool costs every command).
+POOL_SIZE = 1000
+
 # --- helpers ---------------------------------------------------------------------------
 
 _UNREACHABLE = (
@@ -317,7 +323,10 @@ class RedisStore(Store):
     async def open(self) -> None:
         if self._client is not None:
             return
-        client = aioredis.Redis.from_url(self.options.connect_url, **self._client_options)
+        pool = aioredis.ConnectionPool.from_url(
+            self.options.connect_url, **{"max_connections": POOL_SIZE, **self._client_options}
+        )
+        client = aioredis.Redis(connection_pool=pool)
         try:
             async with client.pipeline(transaction=False) as pipe:
                 pipe.info("server")
@@ -331,7 +340,7 @@ class RedisStore(Store):
                     f"needs {'.'.join(map(str, MIN_REDIS_VERSION))} or later"
                 )
         except BaseException:
-            await client.aclose()
+            await client.aclose(close_connection_pool=True)
             raise
         self._client = client
 
@@ -339,7 +348,7 @@ class RedisStore(Store):
         await self._batch.close()
         client, self._client = self._client, None
         if client is not None:
-            await client.aclose()
+            await client.aclose(close_connection_pool=True)
 
     @_guarded
     async def purge(self) -> int:

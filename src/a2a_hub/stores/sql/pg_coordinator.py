@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
@@ -65,6 +66,9 @@ _CLAIM = text(
     " ORDER BY expires_at LIMIT :limit FOR UPDATE SKIP LOCKED)"
     " RETURNING agent_id, task_id, owner"
 )
+#: Tasks whose last announced seq is remembered (see ``PostgresCoordinator._last``).
+_LAST_KEPT = 10_000
+
 _NOTIFY = select(func.pg_notify(bindparam("channel"), bindparam("payload")))
 
 
@@ -81,6 +85,9 @@ class PostgresCoordinator(Coordinator):
         self._conn: Any = None
         self._queues: set[asyncio.Queue[Signal | None]] = set()
         self._waiters: dict[tuple[str, str], asyncio.Event] = {}
+        #: The last seq announced per task (newest tasks kept): a follower already behind
+        #: it is woken at once instead of at the next NOTIFY.
+        self._last: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._keeper: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -139,8 +146,13 @@ class PostgresCoordinator(Coordinator):
 
     def _on_event(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         agent_id, _, rest = payload.partition(" ")
-        task_id = rest.rpartition(" ")[0]
-        waiter = self._waiters.get((agent_id, task_id))
+        task_id, _, seq = rest.rpartition(" ")
+        key = (agent_id, task_id)
+        if seq.isdigit():
+            self._last[key] = max(int(seq), self._last.pop(key, 0))
+            if len(self._last) > _LAST_KEPT:
+                self._last.popitem(last=False)
+        waiter = self._waiters.get(key)
         if waiter is not None:
             waiter.set()
 
@@ -192,6 +204,8 @@ class PostgresCoordinator(Coordinator):
             await asyncio.sleep(min(wait, 0.25))
             return
         key = (agent_id, task_id)
+        if self._last.get(key, 0) > after:
+            return  # announced already: the caller reads it now
         waiter = self._waiters.get(key)
         if waiter is None:
             waiter = self._waiters[key] = asyncio.Event()

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import msgspec
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from a2a_hub.protocol.errors import StoreUnavailableError
 from a2a_hub.protocol.types import Task
@@ -144,6 +144,8 @@ class PostgresWriter:
         self._pending: list[_Save] = []
         self._drainer: asyncio.Task[None] | None = None
         self._claims: list[_Claim] = []
+        #: The connection batches go out on (only the drainer uses it).
+        self._conn: AsyncConnection | None = None
 
     async def save(
         self,
@@ -294,18 +296,30 @@ class PostgresWriter:
         return result
 
     async def _call(self, method: str, sql: str, *args: Any) -> Any:
-        """Run one statement (its own transaction) through asyncpg's ``method``; raises
-        StoreUnavailableError when the database cannot be reached or the connection broke."""
+        """Run one statement (its own transaction) through asyncpg's ``method`` on the
+        writer's connection (kept from batch to batch: no pool checkout per batch; a new
+        one when it broke); raises StoreUnavailableError when the database cannot be
+        reached or the connection broke."""
         try:
-            async with self._engine.connect() as conn:
-                driver: Any = (await conn.get_raw_connection()).driver_connection
-                try:
-                    result = await getattr(driver, method)(sql, *args)
-                except Exception as exc:
-                    if _disconnected(exc):
-                        with contextlib.suppress(Exception):
-                            await conn.invalidate()
-                    raise
+            conn = self._conn
+            if conn is None or conn.closed or conn.invalidated:
+                self._conn = None
+                conn = self._conn = await self._engine.connect().start()
+            driver: Any = (await conn.get_raw_connection()).driver_connection
+            if driver.is_closed():  # the server ended it (a restart, pg_terminate_backend)
+                self._conn = None
+                with contextlib.suppress(Exception):
+                    await conn.invalidate()
+                conn = self._conn = await self._engine.connect().start()
+                driver = (await conn.get_raw_connection()).driver_connection
+            try:
+                result = await getattr(driver, method)(sql, *args)
+            except Exception as exc:
+                if _disconnected(exc):
+                    self._conn = None
+                    with contextlib.suppress(Exception):
+                        await conn.invalidate()
+                raise
         except Exception as exc:
             if _disconnected(exc) or self._unreachable(exc):
                 raise self._unavailable(exc) from exc
@@ -313,9 +327,13 @@ class PostgresWriter:
         return result
 
     async def close(self) -> None:
-        """Finish what is queued."""
+        """Finish what is queued; give the connection back."""
         if self._drainer is not None:
             await asyncio.gather(self._drainer, return_exceptions=True)
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()
 
 
 def _settle(save: _Save, outcome: int) -> None:

@@ -78,9 +78,13 @@ async def send(client: httpx.AsyncClient, base: str, agent: str, kind: str, mid:
         return str(result["id"])
     if kind == "sse":
         last: dict[str, Any] = {}
-        async with client.stream(
-            "POST", url, json=body("SendStreamingMessage", {"message": msg(mid)}), headers=V10
-        ) as r:
+        # keep-alive comments defeat the read timeout: bound the whole stream (a hang guard)
+        async with (
+            asyncio.timeout(60),
+            client.stream(
+                "POST", url, json=body("SendStreamingMessage", {"message": msg(mid)}), headers=V10
+            ) as r,
+        ):
             async for line in r.aiter_lines():
                 if line.startswith("data:"):
                     last = json.loads(line[5:])["result"]
@@ -161,7 +165,7 @@ async def _attempt(
     """One send; (the task id, "") when answered with a task, else (None, the error)."""
     try:
         return await send(client, base, agent, kind, mid), ""
-    except (AssertionError, KeyError, httpx.HTTPError, ValueError) as exc:
+    except (AssertionError, KeyError, httpx.HTTPError, ValueError, TimeoutError) as exc:
         return None, f"{type(exc).__name__}: {exc}"
 
 

@@ -20,6 +20,7 @@ from typing import Protocol
 
 from a2a_hub._backoff import Backoff
 from a2a_hub.protocol.errors import StoreUnavailableError
+from a2a_hub.stores.base import LogConflictError
 
 __all__ = ["RETRY", "Flushable", "Flusher"]
 
@@ -79,6 +80,12 @@ class Flusher:
             while run.dirty:
                 try:
                     await run.flush()
+                except LogConflictError as exc:
+                    # the log moved on without this run (another instance failed the task as
+                    # orphaned): its events can never be written, so trying again is futile;
+                    # the run's own end reports it to whoever waits for it
+                    log.warning("task %s: not written, %s", run.task_id, exc)
+                    return
                 except Exception as exc:  # kept queued: tried again after a while
                     failures += 1
                     if failures == 1 and not isinstance(exc, StoreUnavailableError):

@@ -418,11 +418,13 @@ class Hub:
                 log.warning("reading the registry's agents failed; retrying", exc_info=True)
 
     async def _snapshot(self, agent_id: str, task_id: str) -> Task | None:
-        """A task's freshest snapshot: its live run's when it runs here, else the store's."""
+        """A task's freshest stored snapshot: its live run's last write when it runs here
+        (never events not written yet: durable before visible), else the store's."""
         agent = self.agents.get(agent_id)
         run = agent.engine.live(task_id) if agent is not None else None
-        if run is not None and run.task is not None:
-            return run.snapshot()
+        stored = run.stored() if run is not None else None
+        if stored is not None:
+            return stored
         return await self.store.get_task(agent_id, task_id)
 
     def card_url(self, agent_id: str) -> str:

@@ -610,10 +610,10 @@ class Connection:
         page = await self.engine.list_tasks(
             ListTasksRequest(context_id=context_id, page_size=100), caller=self.caller
         )
-        live = [  # running tasks whose first events may not be written yet
-            run.snapshot()
+        live = [  # running tasks whose first write may not be listed yet
+            task
             for run in list(self.engine.runs.values())
-            if run.task is not None and self.caller.sees(run.owner)
+            if self.caller.sees(run.owner) and (task := run.stored()) is not None
         ]
         for task in [*live, *page.tasks]:
             if not any(m.message_id == message_id for m in task.history or []):
@@ -651,12 +651,12 @@ class Connection:
             listed = {t.id for t in page.tasks}
             tasks = [
                 *(
-                    run.snapshot()
+                    task
                     for run in list(self.engine.runs.values())
-                    if run.task is not None
-                    and run.task_id not in listed
+                    if run.task_id not in listed
                     and self.caller.sees(run.owner)
                     and (context_id is None or run.context_id == context_id)
+                    and (task := run.stored()) is not None
                 ),
                 *page.tasks,
             ]

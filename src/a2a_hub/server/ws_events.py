@@ -327,15 +327,26 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+_TOOL_KINDS = (TOOL_CALL_KIND, TOOL_RESPONSE_KIND)
+
+
 def tool_parts(message: Message | None) -> list[dict[str, Any]]:
-    """The data parts of a message that describe tool calls or tool responses."""
+    """The data parts of a message that describe tool calls or tool responses.
+
+    Client-side calls (``call_client_tool``) mark them ``kind``; the llm agent's server-side
+    tool steps (:mod:`a2a_hub.tools.base`) mark them ``type``: both come out with ``kind``.
+    """
     if message is None:
         return []
     found = []
     for part in message.parts:
         data = part.data
-        if isinstance(data, dict) and data.get("kind") in (TOOL_CALL_KIND, TOOL_RESPONSE_KIND):
+        if not isinstance(data, dict):
+            continue
+        if data.get("kind") in _TOOL_KINDS:
             found.append(data)
+        elif "kind" not in data and data.get("type") in _TOOL_KINDS:
+            found.append({**data, "kind": data["type"]})
     return found
 
 

@@ -24,10 +24,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, MutableMapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
-
-if TYPE_CHECKING:
-    import httpx
+from typing import Any, Literal, TypeVar
 
 __all__ = [
     "TracingMode",
@@ -36,7 +33,6 @@ __all__ = [
     "configure",
     "extract_context",
     "inject_headers",
-    "inject_request",
     "run_span",
     "tracer",
 ]
@@ -130,17 +126,6 @@ def inject_headers(headers: H) -> H:
 
     inject(headers)
     return headers
-
-
-async def inject_request(request: httpx.Request) -> None:
-    """An httpx request hook (``event_hooks={"request": [inject_request]}``) for clients the
-    hub does not build its requests for: :func:`inject_headers` on each request sent."""
-    if not active:
-        return
-    carrier: dict[str, str] = {}
-    inject_headers(carrier)
-    for name, value in carrier.items():
-        request.headers[name] = value
 
 
 @contextlib.contextmanager

@@ -91,7 +91,7 @@ V10 = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 
 def request(v: Variant, n: str) -> bytes:
     body = v.body.replace("{n}", n).encode()
-    head = [f"POST {v.path} HTTP/1.1", "Host: bench", f"Content-Length: {len(body)}"]
+    head = [f"POST {v.path} HTTP/1.1", "Host: 127.0.0.1", f"Content-Length: {len(body)}"]
     head += [f"{k}: {val}" for k, val in v.headers.items()]
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 

@@ -26,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +159,7 @@ async def delivery_rate(hook_port: int) -> dict[str, Any]:
 
 def send_request(with_push: bool, hook: str, n: int) -> bytes:
     params: dict[str, Any] = {
-        "message": {"messageId": f"m{n}", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+        "message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": "hi"}]}
     }
     if with_push:
         params["configuration"] = {"taskPushNotificationConfig": {"url": hook}}
@@ -166,7 +167,7 @@ def send_request(with_push: bool, hook: str, n: int) -> bytes:
         {"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": params}
     ).encode()
     return (
-        b"POST /a2a/echo HTTP/1.1\r\nHost: hub\r\nA2A-Version: 1.0\r\n"
+        b"POST /a2a/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\n"
         b"Content-Type: application/json\r\nContent-Length: "
         + str(len(body)).encode()
         + b"\r\n\r\n"

@@ -367,10 +367,30 @@ def pg_count(url: str) -> int:
     return int(n or 0)
 
 
-def pg_clean(url: str) -> None:
-    """Delete the bench's own rows (agent id ``bench-echo``) from the shared database."""
+#: The tables the bench writes to, by agent id (events and push configs go with their task).
+_PG_TABLES = ("a2a_tasks", "a2a_message_claims", "a2a_push_outbox")
+
+
+async def _pg_clean(url: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
     try:
-        asyncio.run(_pg(url, "DELETE FROM a2a_tasks WHERE agent_id = $1", DB_AGENT))
+        for table in _PG_TABLES:
+            await conn.execute(f"DELETE FROM {table} WHERE agent_id = $1", DB_AGENT)
+        # this server runs without autovacuum: dead rows and stale statistics from earlier
+        # runs would slow the next run down (about 4,500 -> 1,700 req/s seen), so clean up
+        for table in (*_PG_TABLES, "a2a_task_events", "a2a_task_counts"):
+            await conn.execute(f"VACUUM ANALYZE {table}")
+    finally:
+        await conn.close()
+
+
+def pg_clean(url: str) -> None:
+    """Delete the bench's own rows (agent id ``bench-echo``) from the shared database, then
+    vacuum and analyze the tables it wrote to."""
+    try:
+        asyncio.run(_pg_clean(url))
     except Exception as exc:
         if "does not exist" in str(exc):
             return  # no table yet: nothing to clean

@@ -327,9 +327,9 @@ async def test_loop_stops_when_an_llm_child_calls_exit() -> None:
             p.data
             for m in child.history or []
             for p in m.parts
-            if isinstance(p.data, dict) and "type" in p.data
+            if isinstance(p.data, dict) and "kind" in p.data
         ]
-        assert calls[0]["type"] == "tool_call" and calls[0]["tool_id"] == "exit"
+        assert calls[0]["kind"] == "tool_call" and calls[0]["tool_id"] == "exit"
         assert task.status.message is not None and task.status.message.metadata is not None
         assert task.status.message.metadata["stopped"] == "thinker said done"
     finally:

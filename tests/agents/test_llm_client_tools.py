@@ -73,7 +73,7 @@ async def test_the_loop_asks_the_client_and_goes_on_with_its_result() -> None:
         p.data
         for m in done.history or []
         for p in m.parts
-        if isinstance(p.data, dict) and p.data.get("type") == "tool_response"
+        if isinstance(p.data, dict) and p.data.get("kind") == "tool_response"
     ]
     assert shown and shown[-1]["result"] == {"status": "success", "data": "Europe/Madrid"}
 

@@ -195,6 +195,32 @@ async def test_a_non_blocking_send_whose_first_write_fails_is_the_one_its_retry_
     await engine.close()
 
 
+async def test_a_blocking_send_whose_end_cannot_be_written_is_written_once_the_store_is_back() -> (
+    None
+):
+    """The agent finished during an outage: the request is answered with the error at once,
+    the run keeps its end and writes it when the store is back (it never stays "working"),
+    and a retry of the message answers with the completed task, without running it again."""
+    store = FlakyStore()
+    agent = Counted(delay=0.05)
+    engine = TaskEngine("a", agent, store)
+    mid = str(uuid.uuid4())
+    store.saves_down = True
+    with pytest.raises(StoreUnavailableError):
+        await engine.send(request(mid), caller=ALICE)
+    assert agent.runs == 1
+    retry = asyncio.ensure_future(engine.send(request(mid), caller=ALICE))
+    await asyncio.sleep(0.2)
+    store.saves_down = False
+    task = await retry
+    assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
+    stored = await store.get_task("a", task.id)
+    assert stored is not None and stored.status.state is TaskState.COMPLETED
+    assert agent.runs == 1
+    assert engine.live(task.id) is None  # the run ended once its end was written
+    await engine.close()
+
+
 def _everything() -> object:
     from a2a_hub.stores.base import TaskQuery
 

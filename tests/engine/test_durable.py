@@ -245,3 +245,59 @@ async def test_failed_writes_are_retried_with_backoff_and_logged_once(
     await asyncio.wait_for(pending, 5)
     feed.close()
     await engine.close()
+
+
+class LingeringStore(MemoryStore):
+    """A memory store whose writes, once committed, keep their caller waiting for
+    ``release`` while ``linger`` is set (as a commit in a thread or on a server lands
+    although the coroutine awaiting it is cancelled)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linger = False
+        self.lingering = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def save_task(
+        self,
+        agent_id: str,
+        task: Task,
+        events: Sequence[TaskEvent] = (),
+        *,
+        owner: str | None = None,
+        deliveries: Sequence[Delivery] = (),
+    ) -> None:
+        await super().save_task(agent_id, task, events, owner=owner, deliveries=deliveries)
+        if self.linger:
+            self.lingering.set()
+            await self.release.wait()
+
+
+async def test_a_shutdown_during_a_write_that_lands_writes_the_end_after_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The shutdown cancels the flusher's write of a running task; the write lands anyway.
+    The run learns so before it writes its end: the end continues the log, the task ends
+    ``failed`` in the store (events requeued after a landed write would never be written,
+    leaving the task ``working`` for good)."""
+    store = LingeringStore()
+    executor = Steps(burst=1)
+    engine = TaskEngine("a", executor, store)
+    pending = asyncio.ensure_future(engine.send(req("go", immediate=True)))
+    await asyncio.wait_for(executor.waiting.wait(), 5)
+    task = await asyncio.wait_for(pending, 5)
+    assert isinstance(task, Task)
+    await stored_events(store, task.id, 3)
+    store.linger = True
+    executor.go.set()  # the burst's artifact goes to a write that lands and lingers
+    await asyncio.wait_for(store.lingering.wait(), 5)
+    closing = asyncio.ensure_future(engine.close())
+    await asyncio.sleep(0.05)
+    assert not closing.done()  # it waits for the write's outcome
+    store.release.set()
+    await asyncio.wait_for(closing, 10)
+    stored = await store.get_task("a", task.id)
+    assert stored is not None and stored.status.state == TaskState.FAILED
+    events = await store.read_events("a", task.id)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert not [r for r in caplog.records if "another instance" in r.getMessage()]

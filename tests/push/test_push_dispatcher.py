@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 
 import pytest
 
@@ -42,3 +44,103 @@ async def test_close_ends_the_loop_even_when_woken_as_it_is_cancelled() -> None:
             await asyncio.wait({closing}, timeout=10)
             pytest.fail(f"close() did not end the dispatcher's loop (attempt {i + 1})")
         assert loop_task.done()
+
+
+async def test_a_busy_event_loop_gets_fewer_sends_in_flight_and_every_delivery_still_goes() -> None:
+    # While something keeps the event loop busy (each pass through it far over 2 ms), the
+    # dispatcher keeps at most busy_concurrency sends open; all still arrive.
+    from a2a_hub.protocol.types import (
+        StreamResponse,
+        Task,
+        TaskPushNotificationConfig,
+        TaskState,
+        TaskStatus,
+        TaskStatusUpdateEvent,
+    )
+    from a2a_hub.stores.base import Delivery, TaskEvent
+
+    open_now = most_open = arrived = 0
+    count = 12
+    all_arrived = asyncio.Event()
+
+    writers: list[asyncio.StreamWriter] = []
+
+    async def receiver(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal open_now, most_open, arrived
+        writers.append(writer)
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError):
+                break
+            length = next(
+                int(line.split(b":")[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+            await reader.readexactly(length)
+            open_now += 1
+            most_open = max(most_open, open_now)
+            await asyncio.sleep(0.02)  # answers late: sends overlap if allowed to
+            open_now -= 1
+            arrived += 1
+            if arrived == count:
+                all_arrived.set()
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+        writer.close()
+
+    server = await asyncio.start_server(receiver, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    store = MemoryStore()
+    for i in range(count):
+        tid = f"t{i}"
+        done = TaskStatus(state=TaskState.COMPLETED)
+        task = Task(id=tid, context_id="c", status=done)
+        hook = TaskPushNotificationConfig(url=f"http://127.0.0.1:{port}/h", id="p", task_id=tid)
+        await store.save_task("a", task, [TaskEvent(1, StreamResponse(task=task))])
+        await store.set_push_config("a", tid, hook)
+        update = TaskStatusUpdateEvent(task_id=tid, context_id="c", status=done)
+        await store.save_task(
+            "a",
+            task,
+            [TaskEvent(2, StreamResponse(status_update=update))],
+            deliveries=[Delivery(agent_id="a", task_id=tid, config_id="p", seq=2)],
+        )
+
+    hogging = True
+
+    def block() -> None:  # what a busy process does to its loop: holds it 10 ms
+        time.sleep(0.01)
+
+    async def hog() -> None:
+        while hogging:
+            block()
+            await asyncio.sleep(0)
+
+    hog_task = asyncio.ensure_future(hog())
+    await asyncio.sleep(0)
+    dispatcher = Dispatcher(
+        store,
+        WebhookSender(WebhookPolicy(["127.0.0.1"])),
+        SigningKeys(),
+        lambda a: "x",
+        poll=0.05,
+        concurrency=16,
+        busy_concurrency=2,
+    )
+    dispatcher.start()
+    try:
+        async with asyncio.timeout(60):
+            await all_arrived.wait()
+        assert most_open <= 2
+    finally:
+        hogging = False
+        await hog_task
+        await dispatcher.close()
+        server.close()
+        for writer in writers:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+        await server.wait_closed()
+    assert dispatcher.sent == count

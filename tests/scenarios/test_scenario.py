@@ -325,7 +325,6 @@ def wait_for_agents(runner: subprocess.Popen[str], tmp: Path, scenario: Path) ->
     while not (tmp / "run" / "processes.json").exists():
         assert runner.poll() is None and time.monotonic() < deadline
         time.sleep(0.1)
-    found = pids(tmp)
     for endpoint in endpoints(scenario):  # every agent answers: they are up
         while True:
             try:
@@ -334,7 +333,7 @@ def wait_for_agents(runner: subprocess.Popen[str], tmp: Path, scenario: Path) ->
             except httpx.HTTPError:
                 assert runner.poll() is None and time.monotonic() < deadline
                 time.sleep(0.1)
-    return found
+    return pids(tmp)  # now that every agent was started: the record names them all
 
 
 def start_serving(scenario: Path, tmp: Path) -> subprocess.Popen[str]:
@@ -360,6 +359,9 @@ def test_ctrl_c_stops_every_agent(tmp_path: Path, leftovers: list[int]) -> None:
     finally:
         if runner.poll() is None:
             runner.kill()
+            runner.wait()
+        if runner.stdout is not None:
+            runner.stdout.close()
     assert runner.returncode == 0, output
     assert "every agent process was terminated" in output
     assert_all_gone(found)
@@ -387,6 +389,7 @@ def test_kill_9_of_the_runner_takes_every_agent_down(tmp_path: Path, leftovers: 
     finally:
         if runner.poll() is None:
             runner.kill()
+            runner.wait()
         if runner.stdout is not None:
             runner.stdout.close()
     deadline = time.monotonic() + 600  # not a measure of speed: only a bound on waiting

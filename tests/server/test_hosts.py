@@ -158,3 +158,59 @@ async def test_cors_allow_list_answers_preflights() -> None:
         r = await c.get("/healthz", headers={"origin": "https://evil.example"})
         assert "access-control-allow-origin" not in r.headers
         assert await _tasks(hub) == 1
+
+
+async def test_cross_site_requests_that_change_something_are_refused(plain: Any) -> None:
+    """A page on another site can send a bodiless POST (REST ``:cancel``) or a JSON-RPC call
+    without a preflight when CORS is off; its ``Origin`` gives it away (403, nothing runs)."""
+    hub, c = plain
+    evil = {"origin": "https://evil.example", "content-type": "application/json"}
+    r = await c.post("/a2a/echo", content=SEND, headers=evil)
+    assert r.status_code == 403, r.text
+    err = r.json()["error"]  # a JSON-RPC error: the agent's URL is its JSON-RPC endpoint
+    assert err["data"][0]["reason"] == "PERMISSION_DENIED" and "cors_origins" in err["message"]
+    r = await c.post("/a2a/echo/tasks/t-1:cancel", headers={"origin": "https://evil.example"})
+    assert r.status_code == 403 and r.json()["error"]["status"] == "PERMISSION_DENIED"
+    for origin in ("null", "http://localhost:8001", "http://localhost.evil.example:8000"):
+        r = await c.post("/a2a/echo", content=SEND, headers={**evil, "origin": origin})
+        assert r.status_code == 403, origin
+    assert await _tasks(hub) == 0
+    # reading stays open to any page (cards are public); the bodiless POST without an
+    # Origin (every non-browser client) reaches the handler
+    r = await c.get("/a2a/echo/.well-known/agent-card.json", headers=evil)
+    assert r.status_code == 200
+    r = await c.post("/a2a/echo/tasks/t-1:cancel")
+    assert r.status_code == 404, r.text
+    # the hub's own pages (same origin, or the public URL's) and listed origins pass
+    for origin in ("http://localhost:8000", "http://LOCALHOST:8000/", "https://hub.example.com"):
+        r = await c.post("/a2a/echo", content=SEND, headers={**evil, "origin": origin})
+        assert r.status_code == 200, (origin, r.text)
+    assert await _tasks(hub) == 1  # one messageId: the repeats answer with its task
+
+
+async def test_a_listed_origin_may_call_across_sites() -> None:
+    async for hub, c in _client(cors_origins=["https://app.example"]):
+        headers = {"origin": "https://app.example", "content-type": "application/json"}
+        assert (await c.post("/a2a/echo", content=SEND, headers=headers)).status_code == 200
+        headers["origin"] = "https://evil.example"
+        assert (await c.post("/a2a/echo", content=SEND, headers=headers)).status_code == 403
+        assert await _tasks(hub) == 1
+
+
+async def test_a_websocket_from_another_site_is_refused() -> None:
+    """Browsers apply no CORS to WebSockets: the upgrade's ``Origin`` is checked."""
+    import websockets
+
+    from tests.support.hub import LiveServer
+    from tests.support.ws import connect, recv, send, ws_url
+
+    config = Settings.from_flat(agents=[AgentSpec(id="echo", kind="echo")])
+    async with LiveServer(Hub(config, store=MemoryStore())) as server:
+        url = ws_url(server, "echo")
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            async with connect(url, origin="https://evil.example"):
+                pass
+        assert refused.value.response.status_code == 403
+        async with connect(url, origin=server.url) as ws:  # the chat page's own origin
+            await send(ws, action="ping", timestamp="2026-11-23T00:00:00Z")
+            assert (await recv(ws))["event"] == "pong"

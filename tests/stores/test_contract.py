@@ -11,6 +11,7 @@ import base64
 import contextlib
 import time
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -945,6 +946,68 @@ async def test_purge_expired_removes_old_terminal_tasks_only(store: Store, agent
     left = await store.list_tasks(agent_id, TaskQuery())
     assert sorted(t.id for t in left.tasks) == ["running", "waiting"]
     assert await store.last_seq(agent_id, running.id) == 1
+
+
+async def test_total_size_follows_inserts_state_changes_and_retention(
+    store: Store, agent_id: str
+) -> None:
+    """totalSize of a first page that is not the whole result (page size 1), by owner
+    and by state, after tasks are created, change state and are removed."""
+
+    async def total(**filters: Any) -> int:
+        page = await store.list_tasks(agent_id, TaskQuery(page_size=1, **filters))
+        if page.next_page_token:  # later pages repeat it
+            later = TaskQuery(page_size=1, page_token=page.next_page_token, **filters)
+            assert (await store.list_tasks(agent_id, later)).total_size == page.total_size
+        return page.total_size
+
+    submitted, working, done = TaskState.SUBMITTED, TaskState.WORKING, TaskState.COMPLETED
+    owners = {"a1": "alice", "a2": "alice", "a3": "alice", "b1": "bob", "b2": "bob", "n1": None}
+    await asyncio.gather(  # saved together: one batch where the store groups writes
+        *(
+            store.save_task(agent_id, make_task(t), [snapshot_event(1, make_task(t))], owner=o)
+            for t, o in owners.items()
+        ),
+        store.save_task(f"{agent_id}-other", make_task("x1"), []),  # another agent's
+    )
+    assert await total() == 6
+    assert await total(owner="alice") == 3
+    assert await total(owner="bob", state=submitted) == 2
+    assert await total(state=submitted) == 6
+    assert await total(state=done) == 0
+
+    # state changes: with events, and a snapshot written without events
+    for task_id, state in (("a1", done), ("a2", done), ("b1", done)):
+        task = with_state(make_task(task_id), state)
+        await store.save_task(agent_id, task, [status_event(2, task, state)])
+    await store.save_task(agent_id, with_state(make_task("a3"), working))
+    await store.save_task(agent_id, with_state(make_task("a3"), working))  # no change
+    assert await total() == 6
+    assert await total(state=submitted) == 2
+    assert await total(state=done) == 3
+    assert await total(state=working) == 1
+    assert await total(owner="alice", state=done) == 2
+    assert await total(owner="bob") == 2
+    # a snapshot stored without events, then replaced by the task's first events
+    await store.save_task(agent_id, make_task("s1"), owner="bob")
+    assert await total(owner="bob", state=submitted) == 2
+    started = with_state(make_task("s1"), working)
+    await store.save_task(agent_id, started, [snapshot_event(1, started)], owner="bob")
+    assert await total(owner="bob", state=submitted) == 1
+    assert await total(state=working) == 2
+    assert await store.delete_task(agent_id, "s1")
+
+    # retention removes the ended tasks; a removed task is no longer counted
+    assert await store.purge_expired(agent_id, time.time() + 1, limit=10) == 3
+    assert await total() == 3
+    assert await total(state=done) == 0
+    assert await total(owner="alice") == 1
+    assert await total(owner="bob", state=submitted) == 1
+    assert await store.delete_task(agent_id, "n1")
+    assert not await store.delete_task(agent_id, "n1")
+    assert await total() == 2
+    assert await total(state=submitted) == 1
+    assert (await store.list_tasks(f"{agent_id}-other", TaskQuery(page_size=1))).total_size == 1
 
 
 # --- message claims (idempotent sends) ---------------------------------------------------

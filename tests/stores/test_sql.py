@@ -218,6 +218,13 @@ async def test_a_version_2_database_is_migrated_and_keeps_its_tasks(database: Da
         assert [e.seq for e in await store.read_events(agent_id, "old")] == [1, 2]
         assert (await store.list_tasks(agent_id, TaskQuery())).tasks == [old]
         assert (await store.list_tasks(agent_id, TaskQuery(owner="alice"))).total_size == 0
+        # The migration counted the tasks already there (totalSize of a page that is not
+        # the whole result comes from the counts).
+        await store.save_task(agent_id, make_task("later"), owner="bob")
+        assert (await store.list_tasks(agent_id, TaskQuery(page_size=1))).total_size == 2
+        working = TaskQuery(page_size=1, state=TaskState.WORKING)
+        assert (await store.list_tasks(agent_id, working)).tasks == [old]
+        assert await store.delete_task(agent_id, "later")
         # Their log continues, and new tasks record their owner.
         done = with_state(old, TaskState.COMPLETED)
         await store.save_task(
@@ -228,6 +235,9 @@ async def test_a_version_2_database_is_migrated_and_keeps_its_tasks(database: Da
         await store.save_task(agent_id, new, [snapshot_event(1, new)], owner="alice")
         page = await store.list_tasks(agent_id, TaskQuery(owner="alice"))
         assert (page.tasks, page.total_size) == ([new], 1)
+        assert (await store.list_tasks(agent_id, TaskQuery(page_size=1))).total_size == 2
+        ended = TaskQuery(page_size=1, state=TaskState.COMPLETED)
+        assert (await store.list_tasks(agent_id, ended)).total_size == 1
     finally:
         await store.close()
     version, columns, indexes = await schema_of(database)

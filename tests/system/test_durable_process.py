@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from tests.support.sse import frames, rpc_body
-from tests.system.test_multiprocess import POSTGRES, REDIS, Instance, message, require
+from tests.system.test_multiprocess import Instance, instances, message, shared_store
 
 V10 = {"A2A-Version": "1.0"}
 #: A task that streams for minutes: an artifact chunk every 3 ms or so.
@@ -35,11 +35,7 @@ SLOW = "tests.support.agents:SlowExecutor"
 
 @pytest.fixture(params=["redis", "postgresql"])
 def store_url(request: pytest.FixtureRequest) -> str:
-    if request.param == "redis":
-        require("Redis", 6379)
-        return f"{REDIS}?prefix=durable-{uuid.uuid4().hex[:8]}"
-    require("PostgreSQL", 5432)
-    return POSTGRES
+    return shared_store(request.param, "durable")
 
 
 @pytest.fixture
@@ -49,18 +45,8 @@ def agent() -> str:
 
 @pytest.fixture
 def pair(store_url: str, agent: str, tmp_path: Path) -> Iterator[tuple[Instance, Instance]]:
-    agents = [f"{agent}={CHATTY}"]
-    a = Instance(tmp_path, store_url, agents)
-    try:
-        b = Instance(tmp_path, store_url, agents)
-    except BaseException:
-        a.stop()
-        raise
-    try:
+    with instances(tmp_path, store_url, [f"{agent}={CHATTY}"]) as (a, b):
         yield a, b
-    finally:
-        a.stop()
-        b.stop()
 
 
 def payload(data: Any) -> Any:
@@ -189,20 +175,8 @@ async def test_500_resumes_across_two_instances_are_never_refused_lost_or_double
 
 @pytest.fixture
 def redis_pair(agent: str, tmp_path: Path) -> Iterator[tuple[Instance, Instance]]:
-    require("Redis", 6379)
-    url = f"{REDIS}?prefix=durable-{uuid.uuid4().hex[:8]}"
-    agents = [f"{agent}={SLOW}"]
-    a = Instance(tmp_path, url, agents)
-    try:
-        b = Instance(tmp_path, url, agents)
-    except BaseException:
-        a.stop()
-        raise
-    try:
+    with instances(tmp_path, shared_store("redis", "durable"), [f"{agent}={SLOW}"]) as (a, b):
         yield a, b
-    finally:
-        a.stop()
-        b.stop()
 
 
 @pytest.mark.timeout(600)

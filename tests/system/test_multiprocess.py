@@ -6,6 +6,7 @@ Needs the machine's Redis (127.0.0.1:6379) and PostgreSQL (127.0.0.1:5432, datab
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -120,6 +121,29 @@ class Instance:
         self.proc.wait()
 
 
+def shared_store(kind: str, prefix: str) -> str:
+    """The URL of the machine's Redis (under a fresh key prefix) or PostgreSQL; the test
+    skips (fails under ``CI=true``) when that server is not running."""
+    if kind == "redis":
+        require("Redis", 6379)
+        return f"{REDIS}?prefix={prefix}-{uuid.uuid4().hex[:8]}"
+    require("PostgreSQL", 5432)
+    return POSTGRES
+
+
+@contextlib.contextmanager
+def instances(cwd: Path, store: str, agents: list[str], count: int = 2) -> Iterator[list[Instance]]:
+    """``count`` instances sharing ``store``, all stopped on the way out, whatever failed."""
+    started: list[Instance] = []
+    try:
+        for _ in range(count):
+            started.append(Instance(cwd, store, agents))
+        yield started
+    finally:
+        for inst in started:
+            inst.stop()
+
+
 def message(text: str, **extra: Any) -> dict[str, Any]:
     return {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}], **extra}
 
@@ -161,11 +185,7 @@ def read_sse_ids(inst: Instance, agent: str, task_id: str, last_event_id: int) -
 
 @pytest.fixture(params=["redis", "postgresql"])
 def store_url(request: pytest.FixtureRequest) -> str:
-    if request.param == "redis":
-        require("Redis", 6379)
-        return f"{REDIS}?prefix=mp-{uuid.uuid4().hex[:8]}"
-    require("PostgreSQL", 5432)
-    return POSTGRES
+    return shared_store(request.param, "mp")
 
 
 @pytest.fixture
@@ -176,17 +196,8 @@ def pair(store_url: str, tmp_path: Path) -> Iterator[tuple[Instance, Instance, d
         f"{names['slow']}=tests.support.agents:SlowExecutor?marker={tmp_path}",
         f"{names['chatty']}=tests.support.agents:ChattyExecutor?chunks=300&pause_every=2",
     ]
-    a = Instance(tmp_path, store_url, agents)
-    try:
-        b = Instance(tmp_path, store_url, agents)
-    except BaseException:
-        a.stop()
-        raise
-    try:
+    with instances(tmp_path, store_url, agents) as (a, b):
         yield a, b, names
-    finally:
-        a.stop()
-        b.stop()
 
 
 def test_send_on_a_get_list_subscribe_cancel_on_b(

@@ -66,7 +66,7 @@ def tool_events(task: Task) -> list[dict[str, Any]]:
         for m in task.history or []
         if m.role is Role.AGENT
         for p in m.parts
-        if isinstance(p.data, dict) and p.data.get("type", "").startswith("tool_")
+        if isinstance(p.data, dict) and p.data.get("kind", "").startswith("tool_")
     ]
 
 
@@ -94,7 +94,7 @@ async def test_an_llm_agent_calls_both_tools_and_answers_with_their_results(
         "[scripted] Tool results: add → 5; shout → HELLO!"
     )
     events = tool_events(task)
-    assert [(e["type"], e["tool_id"]) for e in events] == [
+    assert [(e["kind"], e["tool_id"]) for e in events] == [
         ("tool_call", "add"),
         ("tool_response", "add"),
         ("tool_call", "shout"),
@@ -114,8 +114,34 @@ async def test_tool_calls_stream_as_working_statuses(live: LiveServer) -> None:
             if update is not None and update.status.message is not None:
                 for part in update.status.message.parts:
                     if isinstance(part.data, dict):
-                        seen.append((update.status.state, part.data["type"]))
+                        seen.append((update.status.state, part.data["kind"]))
     assert seen == [(TaskState.WORKING, "tool_call"), (TaskState.WORKING, "tool_response")] * 2
+
+
+async def test_ag_ui_shows_the_server_side_tool_steps(live: LiveServer) -> None:
+    """An AG-UI front end driving an llm agent sees its MCP tool steps as tool calls,
+    every event valid for the ag-ui-protocol package's models."""
+    import json
+
+    import httpx
+
+    from tests.server.test_ag_ui import run, run_input, types
+
+    body = run_input("t-tools", [{"id": "u1", "role": "user", "content": ASK}])
+    async with httpx.AsyncClient(base_url=live.url, timeout=60) as http:
+        events = await run(http, "calc", body)
+    kinds = types(events)
+    assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
+    starts = [i for i, kind in enumerate(kinds) if kind == "TOOL_CALL_START"]
+    assert [events[i].tool_call_name for i in starts] == ["add", "shout"]
+    for i in starts:
+        assert kinds[i : i + 3] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"]
+    assert json.loads(events[starts[0] + 1].delta) == {"a": 2, "b": 3}
+    results = [e for e in events if e.type.value == "TOOL_CALL_RESULT"]
+    assert [r.tool_call_id for r in results] == [events[i].tool_call_id for i in starts]
+    assert [json.loads(r.content)["data"] for r in results] == [5, "HELLO!"]
+    text = "".join(e.delta for e in events if e.type.value == "TEXT_MESSAGE_CONTENT")
+    assert "add → 5" in text
 
 
 async def test_a_tool_that_hangs_hits_its_timeout_and_the_task_says_so(live: LiveServer) -> None:

@@ -24,9 +24,10 @@ app = typer.Typer(
     name="a2a-hub",
     help=(
         "a2a-hub: one server hosting many A2A agents at /a2a/{agent_id}, speaking A2A 1.0 "
-        "(JSON-RPC and REST), 0.3 and the 0.1 legacy methods.\n\n"
-        "Start with:  a2a-hub serve --agent echo   then open "
-        "http://127.0.0.1:8000/a2a/echo/.well-known/agent-card.json"
+        "(JSON-RPC, REST and gRPC), 0.3 and the 0.1 legacy methods.\n\n"
+        "Start with:  a2a-hub serve --agent echo   then, in another terminal:  "
+        "a2a-hub send http://127.0.0.1:8000/a2a/echo hello   (or open "
+        "http://127.0.0.1:8000/a2a/echo/chat in a browser)"
     ),
     no_args_is_help=True,
     add_completion=False,

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -87,35 +90,63 @@ def _run(work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         asyncio.run(work())
 
 
-async def _connect(
-    url: str,
-    transport: str | None,
-    api_key: str | None,
-    bearer: str | None,
-    header: list[str] | None,
-) -> A2AClient:
-    from a2a_hub.client import A2AClient
+@dataclass(frozen=True)
+class Connection:
+    """How a command reaches the agent: the options every agent command shares."""
 
-    return await A2AClient.connect(
-        url, transport=transport, api_key=api_key, bearer=bearer, headers=_headers(header)
-    )
+    transport: str | None = None
+    api_key: str | None = None
+    bearer: str | None = None
+    header: list[str] | None = None
+
+    async def connect(self, url: str) -> A2AClient:
+        from a2a_hub.client import A2AClient
+
+        return await A2AClient.connect(
+            url,
+            transport=self.transport,
+            api_key=self.api_key,
+            bearer=self.bearer,
+            headers=_headers(self.header),
+        )
+
+    def run(self, url: str, use: Callable[[A2AClient], Awaitable[None]]) -> None:
+        """Connect to the agent at ``url``, run ``use`` with the client, report failures."""
+
+        async def work() -> None:
+            async with await self.connect(url) as client:
+                await use(client)
+
+        _run(work)
 
 
-def _with_client(
-    url: Url,
-    transport: str | None,
-    api_key: str | None,
-    bearer: str | None,
-    header: list[str] | None,
-    use: Callable[[A2AClient], Awaitable[None]],
-) -> None:
-    """Connect to the agent at ``url``, run ``use`` with the client, report failures."""
+_CONNECTION_OPTIONS: dict[str, Any] = {
+    "transport": Transport,
+    "api_key": ApiKey,
+    "bearer": Bearer,
+    "header": Headers,
+}
 
-    async def work() -> None:
-        async with await _connect(url, transport, api_key, bearer, header) as client:
-            await use(client)
 
-    _run(work)
+def _connected(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` with the options --transport, --api-key, --bearer and --header after its
+    own, which reach it as one :class:`Connection` in its parameter ``conn``."""
+    signature = inspect.signature(command, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.name != "conn"]
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kind)
+        for name, kind in _CONNECTION_OPTIONS.items()
+    ]
+
+    @functools.wraps(command)
+    def with_connection(**values: Any) -> None:
+        conn = Connection(**{name: values.pop(name) for name in _CONNECTION_OPTIONS})
+        command(conn=conn, **values)
+
+    del with_connection.__wrapped__  # typer must read the signature below, not command's
+    with_connection.__signature__ = signature.replace(parameters=own + shared)  # type: ignore[attr-defined]
+    with_connection.__annotations__ = {p.name: p.annotation for p in own + shared}
+    return with_connection
 
 
 def card(
@@ -140,6 +171,7 @@ def card(
     _run(work)
 
 
+@_connected
 def send(
     url: Url,
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The message to send.")],
@@ -153,10 +185,8 @@ def send(
         str | None, typer.Option("--task", metavar="ID", help="taskId to continue.")
     ] = None,
     as_json: AsJson = False,
-    transport: Transport = None,
-    api_key: ApiKey = None,
-    bearer: Bearer = None,
-    header: Headers = None,
+    *,
+    conn: Connection,
 ) -> None:
     """Send TEXT to the agent at URL and show the answer.
 
@@ -179,7 +209,7 @@ def send(
         if isinstance(result, Task):
             state = result.status.state.label
 
-    _with_client(url, transport, api_key, bearer, header, use)
+    conn.run(url, use)
     raise typer.Exit(TASK_EXIT_CODES.get(state or "", 0))
 
 
@@ -196,8 +226,10 @@ def chat(
         ),
     ] = False,
 ) -> None:
-    """Talk to the agent at URL over several turns (/new, /cancel, /quit; Ctrl+C or
-    Ctrl+D leaves)."""
+    """Talk to the agent at URL over several turns (/new, /cancel, /quit, Ctrl+D).
+
+    Each line you type is a message in one conversation; Ctrl+C or Ctrl+D leaves.
+    """
     from a2a_hub.client import Conversation
 
     if ws:
@@ -206,7 +238,7 @@ def chat(
     # The prompt is read in the main thread, outside the event loop, so that Ctrl+C
     # stops it at once; one loop (asyncio.Runner) serves every turn and the connection.
     with _reported(), asyncio.Runner() as loop:
-        client = loop.run(_connect(url, transport, api_key, bearer, header))
+        client = loop.run(Connection(transport, api_key, bearer, header).connect(url))
         try:
             console.print(
                 f"Talking to [bold]{escape(client.card.name)}[/bold] over "
@@ -312,15 +344,14 @@ async def _ws_chat(url: str, api_key: str | None, headers: dict[str, str]) -> No
 
 
 @tasks_app.command("get", cls=Command)
+@_connected
 def tasks_get(
     url: Url,
     task_id: TaskId,
     history: Annotated[int | None, typer.Option(metavar="N", help="At most N messages.")] = None,
     as_json: AsJson = False,
-    transport: Transport = None,
-    api_key: ApiKey = None,
-    bearer: Bearer = None,
-    header: Headers = None,
+    *,
+    conn: Connection,
 ) -> None:
     """Show one task."""
     from a2a_hub._render import print_result
@@ -329,10 +360,11 @@ def tasks_get(
         found = await client.get_task(task_id, history)
         show(found, as_json, lambda: print_result(console, found))
 
-    _with_client(url, transport, api_key, bearer, header, use)
+    conn.run(url, use)
 
 
 @tasks_app.command("list", cls=Command)
+@_connected
 def tasks_list(
     url: Url,
     context: Annotated[
@@ -349,10 +381,8 @@ def tasks_list(
         str | None, typer.Option(metavar="TOKEN", help="nextPageToken of a page.")
     ] = None,
     as_json: AsJson = False,
-    transport: Transport = None,
-    api_key: ApiKey = None,
-    bearer: Bearer = None,
-    header: Headers = None,
+    *,
+    conn: Connection,
 ) -> None:
     """List tasks, newest first."""
     from a2a_hub._render import print_tasks
@@ -378,18 +408,17 @@ def tasks_list(
             lambda: print_tasks(console, page.tasks, page.next_page_token, page.total_size),
         )
 
-    _with_client(url, transport, api_key, bearer, header, use)
+    conn.run(url, use)
 
 
 @tasks_app.command("cancel", cls=Command)
+@_connected
 def tasks_cancel(
     url: Url,
     task_id: TaskId,
     as_json: AsJson = False,
-    transport: Transport = None,
-    api_key: ApiKey = None,
-    bearer: Bearer = None,
-    header: Headers = None,
+    *,
+    conn: Connection,
 ) -> None:
     """Cancel a task."""
     from a2a_hub._render import print_result
@@ -398,10 +427,11 @@ def tasks_cancel(
         canceled = await client.cancel_task(task_id)
         show(canceled, as_json, lambda: print_result(console, canceled))
 
-    _with_client(url, transport, api_key, bearer, header, use)
+    conn.run(url, use)
 
 
 @tasks_app.command("subscribe", cls=Command)
+@_connected
 def tasks_subscribe(
     url: Url,
     task_id: TaskId,
@@ -409,17 +439,15 @@ def tasks_subscribe(
         int | None, typer.Option(metavar="ID", help="Replay events after this id.")
     ] = None,
     as_json: AsJson = False,
-    transport: Transport = None,
-    api_key: ApiKey = None,
-    bearer: Bearer = None,
-    header: Headers = None,
+    *,
+    conn: Connection,
 ) -> None:
     """Follow a task's events until it settles."""
 
     async def use(client: A2AClient) -> None:
         await follow(client.subscribe(task_id, last_event_id), as_json)
 
-    _with_client(url, transport, api_key, bearer, header, use)
+    conn.run(url, use)
 
 
 push_app = typer.Typer(
@@ -448,6 +476,7 @@ def _show_configs(configs: list[Any], as_json: bool) -> None:
 
 
 @push_app.command("set", cls=Command)
+@_connected
 def push_set(
     url: Url,
     task_id: TaskId,
@@ -467,10 +496,8 @@ def push_set(
         ),
     ] = None,
     as_json: AsJson = False,
-    transport: Transport = None,
-    api_key: ApiKey = None,
-    bearer: Bearer = None,
-    header: Headers = None,
+    *,
+    conn: Connection,
 ) -> None:
     """Register a webhook for a task's updates."""
     from a2a_hub.protocol.types import AuthenticationInfo, TaskPushNotificationConfig
@@ -486,55 +513,52 @@ def push_set(
     async def use(client: A2AClient) -> None:
         _show_configs([await client.create_push_config(config)], as_json)
 
-    _with_client(url, transport, api_key, bearer, header, use)
+    conn.run(url, use)
 
 
 @push_app.command("get", cls=Command)
+@_connected
 def push_get(
     url: Url,
     task_id: TaskId,
     config_id: ConfigId,
     as_json: AsJson = False,
-    transport: Transport = None,
-    api_key: ApiKey = None,
-    bearer: Bearer = None,
-    header: Headers = None,
+    *,
+    conn: Connection,
 ) -> None:
     """Show one push notification config (credentials masked)."""
 
     async def use(client: A2AClient) -> None:
         _show_configs([await client.get_push_config(task_id, config_id)], as_json)
 
-    _with_client(url, transport, api_key, bearer, header, use)
+    conn.run(url, use)
 
 
 @push_app.command("list", cls=Command)
+@_connected
 def push_list(
     url: Url,
     task_id: TaskId,
     as_json: AsJson = False,
-    transport: Transport = None,
-    api_key: ApiKey = None,
-    bearer: Bearer = None,
-    header: Headers = None,
+    *,
+    conn: Connection,
 ) -> None:
     """List a task's push notification configs (credentials masked)."""
 
     async def use(client: A2AClient) -> None:
         _show_configs(await client.list_push_configs(task_id), as_json)
 
-    _with_client(url, transport, api_key, bearer, header, use)
+    conn.run(url, use)
 
 
 @push_app.command("delete", cls=Command)
+@_connected
 def push_delete(
     url: Url,
     task_id: TaskId,
     config_id: ConfigId,
-    transport: Transport = None,
-    api_key: ApiKey = None,
-    bearer: Bearer = None,
-    header: Headers = None,
+    *,
+    conn: Connection,
 ) -> None:
     """Delete a push notification config."""
 
@@ -542,4 +566,4 @@ def push_delete(
         await client.delete_push_config(task_id, config_id)
         console.print(f"deleted {escape(config_id)}")
 
-    _with_client(url, transport, api_key, bearer, header, use)
+    conn.run(url, use)

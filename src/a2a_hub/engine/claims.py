@@ -28,7 +28,7 @@ from a2a_hub.engine.pubsub import PubSub
 from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.state import trim_history
 from a2a_hub.engine.stream import TaskStream
-from a2a_hub.protocol.errors import UnsupportedOperationError
+from a2a_hub.protocol.errors import StoreUnavailableError, UnsupportedOperationError
 from a2a_hub.protocol.types import Message, SendMessageRequest, Task
 from a2a_hub.stores.base import MessageClaim, Store, StoredTask
 
@@ -126,7 +126,16 @@ class Claims:
                     await self._first_event(claim)
                 if resolved.task is not None:
                     return trim_history(resolved.snapshot(), history_length)
-            result = await asyncio.shield(resolved.settled)
+            try:
+                result = await asyncio.shield(resolved.settled)
+            except StoreUnavailableError:
+                # the run's end could not be written: it is, once the store takes it
+                # (TaskRun._finish), and the run finishes then; answer with what is stored
+                await asyncio.shield(resolved.finished)
+                record = await self.store.get_task_record(self.agent_id, claim.task_id)
+                if record is None:
+                    raise
+                return trim_history(record.task, history_length)
             return trim_history(result, history_length) if isinstance(result, Task) else result
         task = resolved.task
         if not immediate and not (task.status.state.terminal or task.status.state.interrupted):

@@ -71,6 +71,8 @@ class Cluster:
         #: Agent id -> its engine here (each engine joins when it is created).
         self.engines: dict[str, Member] = {}
         self._loops: list[asyncio.Task[None]] = []
+        #: Leases of runs that ended while the store was down: released before renewing.
+        self._unreleased: set[tuple[str, str]] = set()
 
     async def start(self) -> None:
         """Start the coordinator and the background loops."""
@@ -99,7 +101,19 @@ class Cluster:
             except Exception as exc:  # a store outage must not kill the loop
                 log.warning("%s failed: %s", getattr(work, "__name__", "loop"), exc)
 
+    def release_later(self, agent_id: str, task_id: str) -> None:
+        """Release a lease on the next renewal: its run ended but the release failed
+        (``renew_leases`` renews every lease of this instance, so it must not stay)."""
+        self._unreleased.add((agent_id, task_id))
+
     async def _renew(self) -> None:
+        for agent_id, task_id in list(self._unreleased):
+            engine = self.engines.get(agent_id)
+            if engine is not None and engine.live(task_id) is not None:
+                self._unreleased.discard((agent_id, task_id))  # it runs here again
+                continue
+            await self.coordinator.release_lease(agent_id, task_id, self.id)
+            self._unreleased.discard((agent_id, task_id))
         await self.coordinator.renew_leases(self.id, self.lease_ttl)
 
     async def _reap(self) -> None:

@@ -53,10 +53,46 @@ from a2a_hub.protocol.types import (
     TaskState,
 )
 
-__all__ = ["PROGRESS_KEY", "AgentExecutor", "RequestContext", "TaskUpdater", "text_of"]
+__all__ = [
+    "PROGRESS_KEY",
+    "TOOL_CALL_KIND",
+    "TOOL_RESPONSE_KIND",
+    "AgentExecutor",
+    "RequestContext",
+    "TaskUpdater",
+    "text_of",
+    "tool_call_part",
+    "tool_response_part",
+]
 
 #: The status-message metadata key carrying ``updater.working(progress=...)``.
 PROGRESS_KEY = "progress"
+
+#: ``kind`` of a data part showing a tool call: ``{"kind", "tool_call_id", "tool_id",
+#: "params"}`` (the ``tool_call`` event of seed 003).  One shape for every writer: a
+#: client-side tool (:meth:`TaskUpdater.call_client_tool`) and a server-side one (an llm
+#: agent's tool loop, :mod:`a2a_hub.tools`); the WebSocket and AG-UI read it.
+TOOL_CALL_KIND = "tool_call"
+#: ``kind`` of a data part carrying a tool's result: ``{"kind", "tool_call_id", "result":
+#: {"status": "success"|"error", "data", "error_message"}}`` (and ``tool_id`` when known).
+TOOL_RESPONSE_KIND = "tool_response"
+
+
+def tool_call_part(call_id: str, tool_id: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The data part content showing a call of ``tool_id``."""
+    return {"kind": TOOL_CALL_KIND, "tool_call_id": call_id, "tool_id": tool_id,
+            "params": params}  # fmt: skip
+
+
+def tool_response_part(
+    call_id: str, result: dict[str, Any], tool_id: str | None = None
+) -> dict[str, Any]:
+    """The data part content carrying the result of call ``call_id``."""
+    data: dict[str, Any] = {"kind": TOOL_RESPONSE_KIND, "tool_call_id": call_id}
+    if tool_id is not None:
+        data["tool_id"] = tool_id
+    data["result"] = result
+    return data
 
 
 def text_of(parts: Sequence[Part]) -> str:
@@ -105,7 +141,7 @@ class RequestContext:
             data = part.data
             if (
                 isinstance(data, dict)
-                and data.get("kind") == "tool_response"
+                and data.get("kind") == TOOL_RESPONSE_KIND
                 and (tool_call_id is None or data.get("tool_call_id") == tool_call_id)
             ):
                 result = data.get("result")
@@ -256,8 +292,7 @@ class TaskUpdater:
         (what the executor needs to carry on in the next turn, e.g. a model's tool loop).
         """
         call_id = new_id()
-        call = {"kind": "tool_call", "tool_call_id": call_id, "tool_id": tool_id,
-                "params": dict(params or {})}  # fmt: skip
+        call = tool_call_part(call_id, tool_id, dict(params or {}))
         parts = [Part(text=text)] if text else []
         parts.append(Part(data=call))
         question = self.message(parts)

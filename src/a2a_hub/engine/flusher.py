@@ -75,34 +75,40 @@ class Flusher:
                 self._writers[run] = asyncio.ensure_future(self._write(run))
 
     async def _write(self, run: Flushable) -> None:
-        failures = 0
         try:
-            while run.dirty:
-                try:
-                    await run.flush()
-                except LogConflictError as exc:
-                    # the log moved on without this run (another instance failed the task as
-                    # orphaned): its events can never be written, so trying again is futile;
-                    # the run's own end reports it to whoever waits for it
-                    log.warning("task %s: not written, %s", run.task_id, exc)
-                    return
-                except Exception as exc:  # kept queued: tried again after a while
-                    failures += 1
-                    if failures == 1 and not isinstance(exc, StoreUnavailableError):
-                        log.warning(
-                            "writing task %s failed (retrying): %s: %s",
-                            run.task_id,
-                            type(exc).__name__,
-                            exc,
-                        )
-                    await asyncio.sleep(self.retry.delay(failures))
-                    continue
-                if failures:
-                    log.info("task %s written after %d failed tries", run.task_id, failures)
-                    failures = 0
+            await self.write_until_clean(run)
         finally:
             if self._writers.get(run) is asyncio.current_task():
                 del self._writers[run]
+
+    async def write_until_clean(self, run: Flushable) -> bool:
+        """Write ``run`` until it has nothing left to write, retrying failures with
+        backoff; False if its events can never be written (the log moved on)."""
+        failures = 0
+        while run.dirty:
+            try:
+                await run.flush()
+            except LogConflictError as exc:
+                # the log moved on without this run (another instance failed the task as
+                # orphaned): its events can never be written, so trying again is futile;
+                # the run's own end reports it to whoever waits for it
+                log.warning("task %s: not written, %s", run.task_id, exc)
+                return False
+            except Exception as exc:  # kept queued: tried again after a while
+                failures += 1
+                if failures == 1 and not isinstance(exc, StoreUnavailableError):
+                    log.warning(
+                        "writing task %s failed (retrying): %s: %s",
+                        run.task_id,
+                        type(exc).__name__,
+                        exc,
+                    )
+                await asyncio.sleep(self.retry.delay(failures))
+                continue
+            if failures:
+                log.info("task %s written after %d failed tries", run.task_id, failures)
+                failures = 0
+        return True
 
     @property
     def writing(self) -> int:

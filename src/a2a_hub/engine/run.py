@@ -81,6 +81,7 @@ class TaskRun:
         "seq",
         "settled",
         "store",
+        "tail",
         "task",
         "task_id",
         "updater",
@@ -127,6 +128,8 @@ class TaskRun:
         self.cancel_requested = False
         self.settled: asyncio.Future[Task | Message] = asyncio.get_running_loop().create_future()
         self.finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        #: Writes the run's end after an outage (see :meth:`_finish`), then ends the run.
+        self.tail: asyncio.Task[None] | None = None
         self._unflushed: list[TaskEvent] = []
         self._flush_lock = asyncio.Lock()
         #: Whether this instance holds the task's lease (it is submitted/working in the store).
@@ -172,46 +175,66 @@ class TaskRun:
 
     async def flush(self) -> None:
         """Write queued events and the snapshot in one store call (serialised), then
-        publish them, in order."""
+        publish them, in order.
+
+        A write that has begun is seen to its end even when the caller is cancelled
+        (a shutdown cancels the flusher's writers): the store may commit it anyway (a
+        thread, a server), and events requeued after a write that landed would never
+        continue the log again.  The cancellation is raised once the outcome is known.
+        """
         async with self._flush_lock:
             if not self._unflushed:
                 return
             events, self._unflushed = self._unflushed, []
             snapshot = self.snapshot()
             state = snapshot.status.state
-            cluster = self.cluster
+            write = asyncio.ensure_future(self._write(snapshot, events))
+            cancelled: asyncio.CancelledError | None = None
             try:
-                if (
-                    cluster is not None
-                    and not self.leased
-                    and not (state.terminal or state.interrupted)
-                ):
-                    # lease first: a task that is running in the store always has a lease
-                    await cluster.coordinator.acquire_lease(
-                        self.agent_id, self.task_id, cluster.id, cluster.lease_ttl
-                    )
-                    self.leased = True
-                if self.push_configs:
-                    await self.store.save_task(
-                        self.agent_id,
-                        snapshot,
-                        events,
-                        owner=self.owner,
-                        deliveries=self._deliveries(events),
-                    )
-                    if self.push_queued is not None:
-                        self.push_queued()
-                else:
-                    await self.store.save_task(self.agent_id, snapshot, events, owner=self.owner)
+                try:
+                    await asyncio.shield(write)
+                except asyncio.CancelledError as exc:
+                    cancelled = exc
+                    await asyncio.wait([write])  # a second cancellation gives up waiting
+                    write.result()
             except BaseException:
-                self._unflushed[:0] = events
-                raise
+                if not (write.done() and not write.cancelled() and write.exception() is None):
+                    self._unflushed[:0] = events
+                    # tried again by the flusher (a write of its own in flight is retried
+                    # anyway; one from elsewhere, e.g. the run's end, would otherwise not be)
+                    self.flusher.mark_dirty(self)
+                    raise
             self.written, self.written_seq = snapshot, events[-1].seq
             publish, task_id, owner = self.pubsub.publish, self.task_id, self.owner
             for record in events:
                 publish(task_id, record, owner)
             if self.leased and (state.terminal or state.interrupted):
                 await self.release_lease()
+            if cancelled is not None:
+                raise cancelled
+
+    async def _write(self, snapshot: Task, events: list[TaskEvent]) -> None:
+        """Take the lease if the task runs on, then save ``snapshot`` and ``events``."""
+        state = snapshot.status.state
+        cluster = self.cluster
+        if cluster is not None and not self.leased and not (state.terminal or state.interrupted):
+            # lease first: a task that is running in the store always has a lease
+            await cluster.coordinator.acquire_lease(
+                self.agent_id, self.task_id, cluster.id, cluster.lease_ttl
+            )
+            self.leased = True
+        if self.push_configs:
+            await self.store.save_task(
+                self.agent_id,
+                snapshot,
+                events,
+                owner=self.owner,
+                deliveries=self._deliveries(events),
+            )
+            if self.push_queued is not None:
+                self.push_queued()
+        else:
+            await self.store.save_task(self.agent_id, snapshot, events, owner=self.owner)
 
     def _deliveries(self, events: list[TaskEvent]) -> list[Delivery]:
         """One delivery per push config for each event a webhook is told about: status
@@ -344,9 +367,11 @@ class TaskRun:
 
     def stop(self) -> None:
         """Cancel the asyncio task running the executor (the task then ends ``failed``,
-        or ``canceled`` when a cancel was requested)."""
+        or ``canceled`` when a cancel was requested), or the one still writing its end."""
         if self.driver is not None:
             self.driver.cancel()
+        if self.tail is not None:
+            self.tail.cancel()
 
     async def drive(self) -> None:
         """Run ``execute`` to its end and leave the task in a state that tells the truth
@@ -391,6 +416,7 @@ class TaskRun:
         await self._finish(failure)
 
     async def _finish(self, failure: str | None) -> None:
+        unwritten = False
         try:
             answered = self.task is not None or self.settled.done()
             state = self.task.status.state if self.task is not None else None
@@ -408,7 +434,8 @@ class TaskRun:
             if self.task is not None:
                 self.settle(self.snapshot())
         except BaseException as exc:
-            if isinstance(exc, LogConflictError):  # the log moved on without us
+            conflict = isinstance(exc, LogConflictError)
+            if conflict:  # the log moved on without us
                 log.warning(
                     "task %s was changed by another instance meanwhile: %s", self.task_id, exc
                 )
@@ -421,12 +448,33 @@ class TaskRun:
                 self.settled.exception()  # the request may be gone: never log it as lost
             if not isinstance(exc, Exception):
                 raise
+            # The agent's work is done but its end is not written (a store outage): the
+            # request is answered with the error now, and the end written once the store
+            # takes it, the lease held until then.  Given up, the task would stay "working"
+            # in the store under a lease this instance renews, and a retry of the message
+            # would follow it for ever.
+            unwritten = self.dirty and not conflict
         finally:
-            try:
-                await self.release_lease()
-            except Exception as exc:  # it lapses by itself; the reaper finds nothing to do
-                log.warning("could not release the lease of task %s: %s", self.task_id, exc)
-            if self.runs.get(self.task_id) is self:
-                del self.runs[self.task_id]
-            if not self.finished.done():
-                self.finished.set_result(None)
+            if unwritten:
+                self.tail = asyncio.ensure_future(self._end_when_written())
+            else:
+                await self._end()
+
+    async def _end_when_written(self) -> None:
+        try:
+            await self.flusher.write_until_clean(self)
+        finally:
+            await self._end()
+
+    async def _end(self) -> None:
+        """The run is over: give the lease back, leave the registry, wake the waiters."""
+        try:
+            await self.release_lease()
+        except Exception as exc:
+            log.warning("could not release the lease of task %s: %s", self.task_id, exc)
+            if self.cluster is not None:  # else this instance would renew it for ever
+                self.cluster.release_later(self.agent_id, self.task_id)
+        if self.runs.get(self.task_id) is self:
+            del self.runs[self.task_id]
+        if not self.finished.done():
+            self.finished.set_result(None)

@@ -251,3 +251,10 @@ class Runs(dict[str, TaskRun]):
                 run.stop()
         for run in runs:
             await asyncio.wait([run.finished], timeout=wait)
+        # runs still writing their end after an outage give up: their leases lapse and
+        # another instance fails their tasks as orphaned
+        tails = [run.tail for run in runs if run.tail is not None and not run.tail.done()]
+        for tail in tails:
+            tail.cancel()
+        if tails:
+            await asyncio.wait(tails, timeout=wait)

@@ -16,8 +16,12 @@ writes the outcomes of every send that ended since the last turn in one call
 deliveries as there are free sending slots in one call, and reads their configs and
 events in one call (:meth:`~a2a_hub.stores.base.Store.delivery_sources`).  Up to
 ``concurrency`` sends run at once, each on its own; a slow webhook occupies one
-slot, never the loop.  The more sends end while the store answers, the larger the
-next round: under load rounds grow instead of multiplying.
+slot, never the loop.  While the process is busy serving requests (one pass through
+the event loop's ready callbacks takes over :data:`BUSY_PASS`), at most
+``busy_concurrency`` sends are in flight: the notifications, background work, yield
+most of the CPU to the requests and catch up once the load drops, never stopping.
+The more sends end while the store answers, the larger the next round: under load
+rounds grow instead of multiplying.
 
 Retries follow the shared :class:`~a2a_hub._backoff.Backoff` (first try at once,
 then 5 s, 30 s, 2 min, 10 min, 30 min, then doubling up to an hour, ±20 %; up to
@@ -65,6 +69,11 @@ LEASE = 60.0
 KEY_REFRESH = 60.0
 #: Seconds between two counts of the outbox for the ``a2a_push_outbox_deliveries`` gauge.
 BACKLOG_EVERY = 5.0
+#: A pass through the event loop's ready callbacks longer than this (seconds) means the
+#: process is busy (requests waiting): the dispatcher then keeps fewer sends in flight.
+BUSY_PASS = 0.002
+#: Sends in flight at most while the process is busy (see :data:`BUSY_PASS`).
+BUSY_CONCURRENCY = 32
 
 
 def push_backoff(steps: str, horizon: float) -> Backoff:
@@ -82,6 +91,9 @@ def push_backoff(steps: str, horizon: float) -> Backoff:
 DEFAULT_BACKOFF = push_backoff("5,30,120,600,1800", 86400)
 
 _enc = msgspec.json.Encoder()
+
+#: A round's bodies: (agent, task, seq, snapshot, config's version) -> body and content type.
+_Bodies = dict[tuple[str, str, int, bool, str | None], tuple[bytes, str] | None]
 
 #: The freshest snapshot of a task: (agent id, task id) -> task, or None if unknown.
 SnapshotReader = Callable[[str, str], Awaitable[Task | None]]
@@ -101,6 +113,7 @@ class Dispatcher:
         snapshot: SnapshotReader | None = None,
         poll: float = 1.0,
         concurrency: int = 128,
+        busy_concurrency: int = BUSY_CONCURRENCY,
         lease: float = LEASE,
     ) -> None:
         self.store = store
@@ -116,6 +129,9 @@ class Dispatcher:
         self.poll = poll
         #: Sends in flight at most (the most a round claims).
         self.concurrency = concurrency
+        #: Sends in flight at most while the event loop is busy: background work yields
+        #: to the requests, yet never stops (at least one send is always allowed).
+        self.busy_concurrency = max(1, min(busy_concurrency, concurrency))
         self.lease = lease
         #: Deliveries sent successfully by this dispatcher (for tests and metrics).
         self.sent = 0
@@ -166,7 +182,7 @@ class Dispatcher:
                 with contextlib.suppress(Exception):  # an outage is said by the claim below
                     metrics.push_outbox(*await self.store.outbox_size())
             claimed: list[Delivery] = []
-            free = self.concurrency - len(self._sending)
+            free = await self._slots() - len(self._sending)
             try:
                 await self._settle()  # first: a config's next delivery is due once settled
                 if free > 0:
@@ -186,6 +202,15 @@ class Dispatcher:
                 async with asyncio.timeout(self.poll):
                     await self._wake.wait()
 
+    async def _slots(self) -> int:
+        """How many sends may be in flight now: all of :attr:`concurrency` while the event
+        loop is idle enough, :attr:`busy_concurrency` while one pass through its ready
+        callbacks (what this yield waits for) takes longer than :data:`BUSY_PASS`."""
+        start = time.perf_counter()
+        await asyncio.sleep(0)
+        busy = time.perf_counter() - start > BUSY_PASS
+        return self.busy_concurrency if busy else self.concurrency
+
     async def _settle(self) -> None:
         """Write the outcomes gathered since the last round, in one store call."""
         finished, updated = self._finished, self._updated
@@ -199,8 +224,9 @@ class Dispatcher:
             raise
 
     def _spawn(self, claimed: list[Delivery], sources: list[DeliverySource]) -> None:
+        bodies: _Bodies = {}  # one serialisation per event and version for the round
         for delivery, source in zip(claimed, sources, strict=True):
-            task = asyncio.ensure_future(self._deliver(delivery, source))
+            task = asyncio.ensure_future(self._deliver(delivery, source, bodies))
             self._sending.add(task)
             task.add_done_callback(self._sent)
 
@@ -208,21 +234,26 @@ class Dispatcher:
         self._sending.discard(task)
         self.wake()  # its outcome is to be written, and a slot is free
 
-    async def _deliver(self, delivery: Delivery, source: DeliverySource) -> None:
+    async def _deliver(self, delivery: Delivery, source: DeliverySource, bodies: _Bodies) -> None:
         try:
-            await self._attempt(delivery, source)
+            await self._attempt(delivery, source, bodies)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("push: delivery %s failed unexpectedly", delivery.id)
 
-    async def _attempt(self, delivery: Delivery, source: DeliverySource) -> None:
+    async def _attempt(self, delivery: Delivery, source: DeliverySource, bodies: _Bodies) -> None:
         d, config = delivery, source.config
         if config is None:  # deleted since: nothing to send
             self._finished.append(d)
             metrics.push_delivery("dropped")
             return
-        body = await self._body(d, config.hub_protocol, source.event)
+        protocol = config.hub_protocol
+        shape = (d.agent_id, d.task_id, d.seq, d.snapshot, protocol)
+        if shape in bodies:  # another config of the task, in the same round
+            body = bodies[shape]
+        else:
+            body = bodies[shape] = await self._body(d, protocol, source.event)
         if body is None:
             self._failed(d, Outcome(ok=False, permanent=True, error="event not stored"))
             return

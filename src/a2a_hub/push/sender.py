@@ -255,14 +255,13 @@ class WebhookSender:
             return Outcome(ok=False, error=str(exc))
         except UnsafeWebhookError as exc:
             return Outcome(ok=False, permanent=True, error=str(exc))
-        lines = [f"Content-Length: {len(body)}", "User-Agent: a2a-hub"]
         try:
-            with tracing.client_span("a2a.push.deliver", {"url.full": url}):
-                sent = tracing.inject_headers(dict(headers)) if tracing.active else headers
-                lines.extend(f"{name}: {value}" for name, value in sent.items())
-                request = target.head + ("\r\n".join(lines) + "\r\n\r\n").encode() + body
-                async with asyncio.timeout(self.timeout):
-                    status, answer = await self.connections.post(target.key, request)
+            if tracing.active:
+                with tracing.client_span("a2a.push.deliver", {"url.full": url}):
+                    traced = tracing.inject_headers(dict(headers))
+                    status, answer = await self._exchange(target, body, traced)
+            else:  # no span to open: spare the context manager (one per notification)
+                status, answer = await self._exchange(target, body, headers)
         except TimeoutError:
             return Outcome(ok=False, error=f"timed out after {self.timeout:g} s")
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, HttpError) as exc:
@@ -278,6 +277,18 @@ class WebhookSender:
             retry_after=retry_after_seconds(answer.get("retry-after")),
             error=f"HTTP {status}",
         )
+
+    async def _exchange(
+        self, target: _Target, body: bytes, headers: dict[str, str]
+    ) -> tuple[int, dict[str, str]]:
+        head = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
+        request = b"%b%b\r\n%b" % (
+            target.head,
+            f"Content-Length: {len(body)}\r\nUser-Agent: a2a-hub\r\n{head}".encode(),
+            body,
+        )
+        async with asyncio.timeout(self.timeout):
+            return await self.connections.post(target.key, request)
 
     async def close(self) -> None:
         """Close the pooled connections."""

@@ -353,7 +353,11 @@ class Runner:
             self._watchdog.watch(agent.process.pid)
             self._pumps.append(asyncio.ensure_future(self._pump(agent)))
             pids = {a.role: a.process.pid for a in self.scenario.agents if a.process is not None}
-            (self.run_dir / "processes.json").write_bytes(msgspec.json.encode(pids))
+            # written whole, then renamed: a reader never sees it half written
+            record = self.run_dir / "processes.json"
+            staged = record.with_suffix(".json.tmp")
+            staged.write_bytes(msgspec.json.encode(pids))
+            staged.replace(record)
 
     async def _pump(self, agent: Agent) -> None:
         assert agent.process is not None and agent.process.stdout is not None
@@ -455,7 +459,8 @@ class Runner:
         for agent in self.scenario.agents:
             if agent.process is not None:
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(agent.process.wait(), self.grace)
+                    async with asyncio.timeout(self.grace):
+                        await agent.process.wait()
         await asyncio.gather(*self._pumps, return_exceptions=True)
 
     # --- the evaluation -----------------------------------------------------------------

@@ -276,21 +276,28 @@ def create_app(
     server = hub.settings.server
     if not server.metrics:
         metrics.disable()
+    # the agents' mount first: nearly every request is for an agent, and each route tried
+    # before the one that matches costs a regular-expression match
     routes: list[BaseRoute] = [
+        AgentMount("/a2a/{agent_id}", AGENT_ROUTES, middleware=middleware),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/version", version, methods=["GET"]),
         Route("/", index, methods=["GET"]),
         Mount("/admin/v1", app=_router(ADMIN_ROUTES)),
         Route("/.well-known/jwks.json", jwks, methods=["GET"]),
-        AgentMount("/a2a/{agent_id}", AGENT_ROUTES, middleware=middleware),
-        AgentMount("", AGENT_ROUTES, middleware=middleware, claim_unknown=False),
     ]
     if server.metrics:
-        routes.insert(3, Route("/metrics", metrics_endpoint, methods=["GET"]))
+        routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))
+    routes.append(AgentMount("", AGENT_ROUTES, middleware=middleware, claim_unknown=False))
     outer = [
         Middleware(MetricsMiddleware, record=server.metrics, log_format=server.access_log),
-        Middleware(TrustedHostMiddleware, hosts=trusted_hosts(server)),
+        Middleware(
+            TrustedHostMiddleware,
+            hosts=trusted_hosts(server),
+            origins=list(server.cors_origins),
+            public_url=server.public_url,
+        ),
         Middleware(ExtensionsMiddleware),
     ]
     cors = cors_middleware(server)

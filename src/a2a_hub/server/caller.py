@@ -47,7 +47,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.protocol.errors import A2AError, UnauthenticatedError
-from a2a_hub.server.errors import error_reply
+from a2a_hub.server.errors import refuse
 
 __all__ = ["KEY_IN_FIRST_FRAME", "CallerMiddleware", "caller_of"]
 
@@ -68,12 +68,7 @@ class CallerMiddleware:
             try:
                 caller = await self.identify(scope)
             except A2AError as err:
-                if scope["type"] == "websocket" and "websocket.http.response" not in scope.get(
-                    "extensions", {}
-                ):
-                    await send({"type": "websocket.close", "code": 1008, "reason": err.message})
-                else:  # a WebSocket upgrade refused with the HTTP answer when the server can
-                    await error_reply(scope, err)(scope, receive, send)
+                await refuse(scope, receive, send, err)
                 return
             state = scope.get("state")
             if state is None:

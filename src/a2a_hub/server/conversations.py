@@ -155,7 +155,8 @@ class ConversationRecorder:
         """Record what was published so far, then stop."""
         self._feed.end()
         try:
-            await asyncio.wait_for(self._task, 5)
+            async with asyncio.timeout(5):
+                await self._task
         except (TimeoutError, asyncio.CancelledError):
             log.warning(
                 "conversations of %s: stopped before recording everything", self.engine.agent_id

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,7 +22,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Mount
-from starlette.types import Scope
+from starlette.types import Receive, Scope, Send
 
 from a2a_hub import metrics
 from a2a_hub.protocol.errors import (
@@ -30,6 +31,9 @@ from a2a_hub.protocol.errors import (
     MethodNotAllowedError,
     ResourceNotFoundError,
 )
+
+#: An agent's own URL (its JSON-RPC endpoint) as the app's outer middleware sees it.
+_AGENT_URL = re.compile(r"/a2a/[^/]+/?")
 
 __all__ = [
     "JSON",
@@ -41,6 +45,7 @@ __all__ = [
     "guarded",
     "http_exception",
     "protocol_error",
+    "refuse",
     "rest_error",
 ]
 
@@ -140,20 +145,35 @@ def rest_error(err: A2AError) -> Response:
 def error_reply(scope: Scope, err: A2AError) -> Response:
     """The response refusing a request to an agent before any handler ran (e.g. 401 / 403).
 
-    The JSON-RPC endpoint (``POST`` on the agent's own URL) gets a JSON-RPC error
+    The JSON-RPC endpoint (``POST`` on the agent's own URL, as seen inside the agent's
+    mount or from the app's outer middleware) gets a JSON-RPC error
     with a null id (its body was not read); every other route the HTTP+JSON body.
     Both carry the error's HTTP status; a 401 also says how to authenticate
     (``WWW-Authenticate``).
     """
     path = scope["path"]
-    root = scope.get("root_path", "")
-    if scope.get("method") == "POST" and path[len(root) :] in ("", "/"):
+    rest = path[len(scope.get("root_path", "")) :]
+    if scope.get("method") == "POST" and (rest in ("", "/") or _AGENT_URL.fullmatch(rest)):
         response = Response(encode_error(None, err, "1.0"), err.http_status, media_type=JSON)
     else:
         response = rest_error(err)
     if err.http_status == 401:
         response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
     return response
+
+
+async def refuse(scope: Scope, receive: Receive, send: Send, err: A2AError) -> None:
+    """Answer a request (or a WebSocket upgrade) with ``err`` before any handler ran.
+
+    A WebSocket upgrade gets the HTTP answer (:func:`error_reply`) where the server offers
+    the ASGI ``websocket.http.response`` extension, else a close with code 1008.
+    """
+    if scope["type"] == "websocket" and "websocket.http.response" not in scope.get(
+        "extensions", {}
+    ):
+        await send({"type": "websocket.close", "code": 1008, "reason": err.message[:120]})
+        return
+    await error_reply(scope, err)(scope, receive, send)
 
 
 async def http_exception(request: Request, exc: Exception) -> Response:

@@ -41,7 +41,8 @@ async def healthz(request: Request) -> Response:
 async def _check(probe: Awaitable[object], within: float) -> str | None:
     """None if ``probe`` answered in time, else why not."""
     try:
-        await asyncio.wait_for(probe, within)
+        async with asyncio.timeout(within):
+            await probe
     except TimeoutError:
         return f"no answer within {within:g} s"
     except Exception as exc:

@@ -6,7 +6,11 @@ whose ``Host`` is not one of :func:`trusted_hosts` (400, a JSON error body, or a
 WebSocket), which defeats DNS rebinding and keeps forged hosts out of cards and caches.
 CORS (:func:`cors_middleware`) is off unless ``cors_origins`` lists origins; the JSON-RPC
 binding's JSON-only ``Content-Type`` (``server/jsonrpc.py``) makes every cross-site call a
-preflighted one, so without CORS a browser on another origin cannot call the hub at all.
+preflighted one.  Two things a page can do without any preflight remain: a bodiless
+``POST`` (REST ``:cancel``) and a WebSocket upgrade (browsers apply no CORS to those); the
+same middleware refuses both, and every other changing request, when its ``Origin`` is
+another site's and not listed in ``cors_origins`` (:func:`same_origin`).  Without CORS a
+browser on another origin cannot change anything on the hub.
 """
 
 from __future__ import annotations
@@ -19,11 +23,17 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from a2a_hub.protocol.errors import InvalidRequestError
-from a2a_hub.server.errors import error_reply
+from a2a_hub.protocol.errors import A2AError, InvalidRequestError, PermissionDeniedError
+from a2a_hub.server.errors import refuse
 from a2a_hub.settings import ServerSettings
 
-__all__ = ["TrustedHostMiddleware", "cors_middleware", "host_allowed", "trusted_hosts"]
+__all__ = [
+    "TrustedHostMiddleware",
+    "cors_middleware",
+    "host_allowed",
+    "same_origin",
+    "trusted_hosts",
+]
 
 log = logging.getLogger("a2a_hub.server")
 
@@ -70,36 +80,96 @@ def host_allowed(host: str, patterns: list[str]) -> bool:
     return False
 
 
-class TrustedHostMiddleware:
-    """Refuse (400 JSON / WebSocket close 1008) a request whose ``Host`` is not served.
+_UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443"}
 
-    A request without a ``Host`` header (HTTP/1.0) names no host and is served.
+
+def _origin_key(scheme: str, netloc: str) -> str:
+    """``host[:port]`` in lower case, without the scheme's default port."""
+    netloc = netloc.strip().lower()
+    default = _DEFAULT_PORTS.get(scheme)
+    if default and netloc.endswith(":" + default) and not netloc.endswith("]"):
+        netloc = netloc[: -len(default) - 1]
+    return netloc
+
+
+def same_origin(origin: str, host: str, public_url: str | None = None) -> bool:
+    """Whether a browser's ``Origin`` is this hub's own: the ``Host`` it called or
+    ``public_url``'s origin.  ``null`` (a sandboxed frame, a file) is never."""
+    parts = urlsplit(origin.strip())
+    if not parts.scheme or not parts.netloc:
+        return False
+    key = _origin_key(parts.scheme, parts.netloc)
+    if key == _origin_key(parts.scheme, host):
+        return True
+    if public_url:
+        public = urlsplit(public_url)
+        return parts.scheme == public.scheme and key == _origin_key(public.scheme, public.netloc)
+    return False
+
+
+class TrustedHostMiddleware:
+    """Refuse a request whose ``Host`` is not served (400 JSON / WebSocket close 1008), and
+    a browser's cross-site request that would change something.
+
+    A request without a ``Host`` header (HTTP/1.0) names no host and is served.  A
+    ``POST``/``PUT``/``PATCH``/``DELETE`` or a WebSocket upgrade whose ``Origin`` is another
+    site's, not listed in ``cors_origins``, is refused with 403: a page may send a bodiless
+    ``POST`` (a REST ``:cancel``) or open a WebSocket (browsers apply no CORS to those)
+    without a preflight.  Requests without ``Origin`` (every non-browser client) pass.
     """
 
-    def __init__(self, app: ASGIApp, hosts: list[str]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        hosts: list[str],
+        origins: list[str] | None = None,
+        public_url: str | None = None,
+    ) -> None:
         self.app = app
         self.hosts = hosts
         self.any = "*" in hosts
+        self.origins = {o.rstrip("/").lower() for o in origins or []}
+        self.public_url = public_url
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.any or scope["type"] not in ("http", "websocket"):
+        kind = scope["type"]
+        if kind not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        host = next((v for k, v in scope["headers"] if k == b"host"), None)
-        if host is None or host_allowed(host.decode("latin-1"), self.hosts):
-            await self.app(scope, receive, send)
+        host = origin = None
+        for name, value in scope["headers"]:
+            if name == b"host":
+                host = value.decode("latin-1")
+            elif name == b"origin":
+                origin = value.decode("latin-1")
+        if host is not None and not self.any and not host_allowed(host, self.hosts):
+            shown = host[:100]
+            log.debug("refused Host %r (trusted_hosts: %s)", shown, ", ".join(self.hosts))
+            err: A2AError = InvalidRequestError(
+                f"Host {shown!r} is not served here; add it to the trusted_hosts setting "
+                "(A2A_HUB_TRUSTED_HOSTS) or reach the hub by a trusted name",
+                data={"host": shown},
+            )
+            await refuse(scope, receive, send, err)
             return
-        shown = host.decode("latin-1")[:100]
-        log.debug("refused Host %r (trusted_hosts: %s)", shown, ", ".join(self.hosts))
-        if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008, "reason": "untrusted Host"})
+        unsafe = kind == "websocket" or scope["method"] in _UNSAFE_METHODS
+        if origin is not None and unsafe and not self._origin_allowed(origin, host):
+            shown = origin[:100]
+            log.debug("refused cross-site %s from Origin %r", kind, shown)
+            err = PermissionDeniedError(
+                f"cross-site request from Origin {shown!r} refused; list it in the "
+                "cors_origins setting (A2A_HUB_CORS_ORIGINS) to allow it",
+                data={"origin": shown},
+            )
+            await refuse(scope, receive, send, err)
             return
-        err = InvalidRequestError(
-            f"Host {shown!r} is not served here; add it to the trusted_hosts setting "
-            "(A2A_HUB_TRUSTED_HOSTS) or reach the hub by a trusted name",
-            data={"host": shown},
-        )
-        await error_reply(scope, err)(scope, receive, send)
+        await self.app(scope, receive, send)
+
+    def _origin_allowed(self, origin: str, host: str | None) -> bool:
+        if "*" in self.origins or origin.rstrip("/").lower() in self.origins:
+            return True
+        return host is not None and same_origin(origin, host, self.public_url)
 
 
 def cors_middleware(server: ServerSettings) -> Middleware | None:

@@ -359,6 +359,7 @@ class Hub:
             snapshot=self._snapshot,
             lease=self.settings.push.claim_lease,
             concurrency=self.settings.push.concurrency,
+            busy_concurrency=self.settings.push.busy_concurrency,
         )
         for agent in self.agents.values():
             agent.engine.push.on_queued = self.push.wake

@@ -26,12 +26,13 @@ task snapshot                                  ``task_status_update`` (the curre
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 import msgspec
 
-from a2a_hub.engine.executor import PROGRESS_KEY, text_of
+from a2a_hub.engine.executor import PROGRESS_KEY, TOOL_CALL_KIND, TOOL_RESPONSE_KIND, text_of
 from a2a_hub.protocol.errors import A2AError
 from a2a_hub.protocol.types import Message, Part, Role, StreamResponse, Task, TaskState
 from a2a_hub.stores.base import TaskEvent
@@ -64,15 +65,19 @@ __all__ = [
     "now",
 ]
 
-#: ``kind`` of a data part describing a tool call (client-side or server-side).
-TOOL_CALL_KIND = "tool_call"
-#: ``kind`` of a data part carrying a tool's result.
-TOOL_RESPONSE_KIND = "tool_response"
+
+_stamp: list[Any] = [0, ""]  # the last millisecond formatted, and its text
 
 
 def now() -> str:
-    """The current time, ISO-8601 in UTC (``2026-01-02T03:04:05.678Z``)."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """The current time, ISO-8601 in UTC (``2026-01-02T03:04:05.678Z``); formatted once
+    per millisecond however many events (an event fanned out to many sockets) share it."""
+    ms = time.time_ns() // 1_000_000
+    if _stamp[0] != ms:
+        moment = datetime.fromtimestamp(ms / 1000, UTC)
+        _stamp[1] = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        _stamp[0] = ms
+    return str(_stamp[1])
 
 
 # --- server -> client ----------------------------------------------------------------
@@ -331,23 +336,15 @@ _TOOL_KINDS = (TOOL_CALL_KIND, TOOL_RESPONSE_KIND)
 
 
 def tool_parts(message: Message | None) -> list[dict[str, Any]]:
-    """The data parts of a message that describe tool calls or tool responses.
-
-    Client-side calls (``call_client_tool``) mark them ``kind``; the llm agent's server-side
-    tool steps (:mod:`a2a_hub.tools.base`) mark them ``type``: both come out with ``kind``.
-    """
+    """The data parts of a message that show tool calls or tool results (``kind``
+    ``tool_call`` / ``tool_response``, :func:`a2a_hub.engine.executor.tool_call_part`)."""
     if message is None:
         return []
-    found = []
-    for part in message.parts:
-        data = part.data
-        if not isinstance(data, dict):
-            continue
-        if data.get("kind") in _TOOL_KINDS:
-            found.append(data)
-        elif "kind" not in data and data.get("type") in _TOOL_KINDS:
-            found.append({**data, "kind": data["type"]})
-    return found
+    return [
+        part.data
+        for part in message.parts
+        if isinstance(part.data, dict) and part.data.get("kind") in _TOOL_KINDS
+    ]
 
 
 class TaskView:

@@ -203,8 +203,8 @@ class ServerSettings(Section):
     cors_origins: Annotated[
         list[str],
         setting(
-            "Web origins allowed to call from a browser (CORS; repeatable; '*' for any); "
-            "default: none.",
+            "Web origins a browser may call from (CORS; repeatable; '*': any); "
+            "other sites' POSTs and WebSockets get 403.",
             metavar="ORIGIN",
         ),
     ] = msgspec.field(default_factory=list)
@@ -356,6 +356,15 @@ class PushSettings(Section):
             metavar="N",
         ),
     ] = 128
+    busy_concurrency: Annotated[
+        int,
+        setting(
+            "Notifications an instance sends at once while it is busy serving requests "
+            "(its event loop lagging over 2 ms): background sends yield to requests.",
+            ge=1,
+            metavar="N",
+        ),
+    ] = 32
 
 
 class AuthSettings(Section):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -165,10 +166,19 @@ class Delivery(msgspec.Struct, kw_only=True):
 _DELIVERY_NS = uuid.UUID("5f1b3f0c-6c1e-4c55-a3b5-0f6e0b0d2a11")
 
 
+_DELIVERY_NS_BYTES = _DELIVERY_NS.bytes
+
+
 def delivery_id(agent_id: str, task_id: str, config_id: str, seq: int, snapshot: bool) -> str:
-    """The stable id of a delivery."""
+    """The stable id of a delivery: the UUID version 5 of its identity (what
+    ``uuid.uuid5`` gives, computed without building UUID objects: once per send)."""
     kind = "s" if snapshot else "e"
-    return str(uuid.uuid5(_DELIVERY_NS, f"{agent_id}\0{task_id}\0{config_id}\0{seq}\0{kind}"))
+    name = f"{agent_id}\0{task_id}\0{config_id}\0{seq}\0{kind}".encode()
+    raw = bytearray(hashlib.sha1(_DELIVERY_NS_BYTES + name, usedforsecurity=False).digest()[:16])
+    raw[6] = (raw[6] & 0x0F) | 0x50  # version 5
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 class DeliverySource(NamedTuple):

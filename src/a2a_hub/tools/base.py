@@ -10,10 +10,12 @@ so it is stored with the task, streamed to followers and visible in ``GetTask`` 
 over every binding.  The shapes follow the ``tool_call`` / ``tool_response`` events of the
 WebSocket catalogue (seed 003)::
 
-    {"type": "tool_call", "tool_call_id": "…", "tool_id": "add", "params": {"a": 2, "b": 3}}
-    {"type": "tool_response", "tool_call_id": "…", "tool_id": "add",
+    {"kind": "tool_call", "tool_call_id": "…", "tool_id": "add", "params": {"a": 2, "b": 3}}
+    {"kind": "tool_response", "tool_call_id": "…", "tool_id": "add",
      "result": {"status": "success", "data": 5}}
-    {"type": "tool_response", …, "result": {"status": "error", "error_message": "…"}}
+    {"kind": "tool_response", …, "result": {"status": "error", "error_message": "…"}}
+
+the same shapes as a client-side tool call (:func:`a2a_hub.engine.executor.tool_call_part`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 import msgspec
 
+from a2a_hub.engine.executor import tool_call_part, tool_response_part
 from a2a_hub.llm.base import ToolCall, function_tool
 
 __all__ = [
@@ -86,12 +89,7 @@ class ExitTool(Tool):
 
 def tool_call_data(call: ToolCall) -> dict[str, Any]:
     """The data part content showing a tool call."""
-    return {
-        "type": "tool_call",
-        "tool_call_id": call.id,
-        "tool_id": call.name,
-        "params": call.arguments,
-    }
+    return tool_call_part(call.id, call.name, call.arguments)
 
 
 def tool_response_data(call: ToolCall, result: ToolResult) -> dict[str, Any]:
@@ -103,9 +101,4 @@ def tool_response_data(call: ToolCall, result: ToolResult) -> dict[str, Any]:
         }
     else:
         outcome = {"status": "error", "error_message": result.text}
-    return {
-        "type": "tool_response",
-        "tool_call_id": call.id,
-        "tool_id": call.name,
-        "result": outcome,
-    }
+    return tool_response_part(call.id, outcome, call.name)

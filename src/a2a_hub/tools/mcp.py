@@ -116,7 +116,8 @@ class MCPSession:
             self._ready = asyncio.get_running_loop().create_future()
             self._owner = asyncio.create_task(self._own(), name=f"mcp:{self.spec.name}")
         try:
-            await asyncio.wait_for(asyncio.shield(self._ready), self.spec.connect_timeout)
+            async with asyncio.timeout(self.spec.connect_timeout):
+                await asyncio.shield(self._ready)
         except TimeoutError:
             await self.close()
             raise MCPError(
@@ -170,9 +171,8 @@ class MCPSession:
             cursor: str | None = None
             for _ in range(100):
                 try:
-                    page = await asyncio.wait_for(
-                        client.list_tools(cursor=cursor), self.spec.timeout
-                    )
+                    async with asyncio.timeout(self.spec.timeout):
+                        page = await client.list_tools(cursor=cursor)
                 except TimeoutError:
                     raise MCPError(
                         f"MCP server {self.spec.name!r} did not list its tools within "
@@ -199,9 +199,8 @@ class MCPSession:
         try:
             client = self._connected()
             # the SDK's own limit first; ours only if the SDK itself hangs
-            result = await asyncio.wait_for(
-                client.call_tool(name, arguments, read_timeout_seconds=limit), limit + 5
-            )
+            async with asyncio.timeout(limit + 5):
+                result = await client.call_tool(name, arguments, read_timeout_seconds=limit)
         except TimeoutError:
             return ToolResult(ok=False, text=f"{where} timed out after {limit:g} s")
         except MCPError as exc:
@@ -225,7 +224,8 @@ class MCPSession:
         owner = self._owner
         if owner is not None and not owner.done():
             try:
-                await asyncio.wait_for(asyncio.shield(owner), 5)
+                async with asyncio.timeout(5):
+                    await asyncio.shield(owner)
             except (TimeoutError, Exception):
                 owner.cancel()
                 with contextlib.suppress(BaseException):

@@ -18,7 +18,12 @@ if #KEYS > 6 then
   redis.call('ZINTERSTORE', unpack(args))
   src = scratch
 end
-local total = redis.call('ZCOUNT', src, lo, '+inf')
+local total
+if lo == '-inf' then  -- no updated_after: the index's cardinality, O(1)
+  total = redis.call('ZCARD', src)
+else
+  total = redis.call('ZCOUNT', src, lo, '+inf')
+end
 local out = {0, 0}
 local function fetch(id)
   local d = redis.call('HGET', task_prefix .. id, 'd')

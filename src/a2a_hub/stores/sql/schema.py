@@ -18,7 +18,11 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    delete,
+    func,
+    insert,
     inspect,
+    literal,
     select,
     text,
     update,
@@ -30,6 +34,7 @@ from sqlalchemy.schema import CreateIndex, CreateTable, DropIndex
 
 __all__ = [
     "CLAIM_MESSAGES",
+    "COUNTED_SETTING",
     "EVENTS_CHANNEL",
     "SAVE_TASKS",
     "SAVE_TASKS_WITH_DELIVERIES",
@@ -44,12 +49,13 @@ __all__ = [
     "push_outbox",
     "schema_version",
     "setup_schema",
+    "task_counts",
     "tasks",
 ]
 
 #: Version of the schema this code writes.  Bump it and add an entry to
 #: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 #: PostgreSQL NOTIFY channel announcing new events ("agent_id task_id seq").
 EVENTS_CHANNEL = "a2a_events"
@@ -149,6 +155,26 @@ message_claims = Table(
 )
 Index("ix_a2a_message_claims_created", message_claims.c.agent_id, message_claims.c.created_at)
 
+# How many tasks each agent has, by owner ('' for anonymous) and state (v9), so that
+# ListTasks' totalSize is a sum of a few rows, not a count of the tasks.  Kept by triggers
+# on a2a_tasks (insert, change of state, delete: retention too) in the writing transaction.
+# PostgreSQL spreads each count over up to 8 ``slot`` rows (the writing backend's pid
+# modulo 8), so that two instances' group commits rarely wait on one counter row; a slot
+# may go negative, the sum is the count.  SQLite has one writer and uses slot 0.
+task_counts = Table(
+    "a2a_task_counts",
+    metadata,
+    Column("agent_id", String, primary_key=True),
+    Column("owner", String, primary_key=True),
+    Column("state", String, primary_key=True),
+    Column("slot", Integer, primary_key=True),
+    Column("n", Integer, nullable=False),
+)
+
+#: PostgreSQL: the transaction-local setting by which the batch save function says that
+#: it counts the tasks it writes itself (the row triggers then do nothing).
+COUNTED_SETTING = "a2a.counted"
+
 schema_version = Table(
     "a2a_schema_version",
     metadata,
@@ -167,7 +193,16 @@ leases = Table(
 Index("ix_a2a_leases_owner", leases.c.owner)
 Index("ix_a2a_leases_expires", leases.c.expires_at)
 
-_DATA_TABLES = (tasks, events, push_configs, leases, push_outbox, meta, message_claims)
+_DATA_TABLES = (
+    tasks,
+    events,
+    push_configs,
+    leases,
+    push_outbox,
+    meta,
+    message_claims,
+    task_counts,
+)
 
 
 async def create_table(conn: AsyncConnection, table: Table) -> None:
@@ -287,7 +322,11 @@ async def _add_save_function(conn: AsyncConnection) -> None:
 #: PostgreSQL: the function saving a batch of tasks with their push deliveries (schema v6).
 SAVE_TASKS_WITH_DELIVERIES = "a2a_save_tasks_v6"
 
-# As a2a_save_tasks, plus each save's push deliveries, inserted (a delivery already there
+# As a2a_save_tasks, plus each save's push deliveries, and (since v9) the task counts: each
+# written save whose state changed moves its task from the old state's count to the new
+# one's, and the batch applies the sums at the end, one change per count row in key order;
+# the transaction says so (COUNTED_SETTING) and the row triggers stand aside.  Also: each
+# save's push deliveries, inserted (a delivery already there
 # is kept) only when the save itself is written: save i owns the p_dcount[i] deliveries
 # at positions v_dpos + 1 .. v_dpos + p_dcount[i] of the d_* arrays.
 _SAVE_TASKS_V6_SQL = f"""
@@ -305,8 +344,27 @@ DECLARE
     v_prev int;
     v_last int;
     v_rows int;
+    v_old text;
+    v_owner text;
+    c_agent text[] := '{{}}';
+    c_owner text[] := '{{}}';
+    c_state text[] := '{{}}';
+    c_n int[] := '{{}}';
 BEGIN
+    -- this transaction counts its tasks itself (the row triggers stand aside)
+    PERFORM set_config('{COUNTED_SETTING}', 'on', true);
     FOR i IN 1 .. v_n LOOP
+        -- the task's state and owner before this save (none: a new task); a task's
+        -- first events (v_prev = 0) are inserted without looking: a new task most often
+        v_old := NULL;
+        v_owner := p_owner[i];
+        IF p_count[i] = 0 OR p_first[i] > 1 THEN
+            SELECT t.state, t.owner INTO v_old, v_owner FROM {tasks.name} AS t
+            WHERE t.agent_id = p_agent[i] AND t.task_id = p_task[i] FOR UPDATE;
+            IF NOT FOUND THEN
+                v_owner := p_owner[i];
+            END IF;
+        END IF;
         IF p_count[i] = 0 THEN
             INSERT INTO {tasks.name} AS t
                 (agent_id, task_id, context_id, state, updated_at, last_seq, data, owner)
@@ -319,25 +377,27 @@ BEGIN
         ELSE
             v_prev := p_first[i] - 1;
             v_last := v_prev + p_count[i];
+            v_rows := 0;
             IF v_prev = 0 THEN
                 INSERT INTO {tasks.name} AS t
                     (agent_id, task_id, context_id, state, updated_at, last_seq, data, owner)
                 VALUES (p_agent[i], p_task[i], p_context[i], p_state[i], p_updated[i], v_last,
                         p_data[i], p_owner[i])
-                ON CONFLICT (agent_id, task_id) DO UPDATE SET
-                    context_id = excluded.context_id, state = excluded.state,
-                    data = excluded.data,
-                    updated_at = greatest(excluded.updated_at, t.updated_at),
-                    last_seq = excluded.last_seq
-                WHERE t.last_seq = 0;
-            ELSE
+                ON CONFLICT (agent_id, task_id) DO NOTHING;
+                GET DIAGNOSTICS v_rows = ROW_COUNT;
+                IF v_rows = 0 THEN  -- there: replace it if it is a snapshot without events
+                    SELECT t.state, t.owner INTO v_old, v_owner FROM {tasks.name} AS t
+                    WHERE t.agent_id = p_agent[i] AND t.task_id = p_task[i] FOR UPDATE;
+                END IF;
+            END IF;
+            IF v_rows = 0 THEN
                 UPDATE {tasks.name} AS t SET
                     context_id = p_context[i], state = p_state[i], data = p_data[i],
                     updated_at = greatest(p_updated[i], t.updated_at), last_seq = v_last
                 WHERE t.agent_id = p_agent[i] AND t.task_id = p_task[i]
                   AND t.last_seq = v_prev;
+                GET DIAGNOSTICS v_rows = ROW_COUNT;
             END IF;
-            GET DIAGNOSTICS v_rows = ROW_COUNT;
             IF v_rows = 1 THEN
                 INSERT INTO {events.name} (agent_id, task_id, seq, data)
                 SELECT p_agent[i], p_task[i], v_prev + e.n, e.data
@@ -351,6 +411,18 @@ BEGIN
                                 WHERE ev.agent_id = p_agent[i] AND ev.task_id = p_task[i]);
             END IF;
         END IF;
+        IF v_rows = 1 AND v_old IS DISTINCT FROM p_state[i] THEN
+            IF v_old IS NOT NULL THEN
+                c_agent := c_agent || p_agent[i];
+                c_owner := c_owner || coalesce(v_owner, '');
+                c_state := c_state || v_old;
+                c_n := c_n || -1;
+            END IF;
+            c_agent := c_agent || p_agent[i];
+            c_owner := c_owner || coalesce(v_owner, '');
+            c_state := c_state || p_state[i];
+            c_n := c_n || 1;
+        END IF;
         IF v_rows = 1 AND p_dcount[i] > 0 THEN
             INSERT INTO {push_outbox.name}
                 (agent_id, task_id, config_id, seq, snapshot, attempts, due, first_failure,
@@ -363,6 +435,12 @@ BEGIN
         v_pos := v_pos + p_count[i];
         v_dpos := v_dpos + p_dcount[i];
     END LOOP;
+    -- one change per count row, in key order (no two batches wait on each other)
+    INSERT INTO {task_counts.name} AS c (agent_id, owner, state, slot, n)
+    SELECT d.a, d.o, d.s, pg_backend_pid() % 8, sum(d.n)
+    FROM unnest(c_agent, c_owner, c_state, c_n) AS d(a, o, s, n)
+    GROUP BY d.a, d.o, d.s ORDER BY d.a, d.o, d.s
+    ON CONFLICT (agent_id, owner, state, slot) DO UPDATE SET n = c.n + excluded.n;
     RETURN v_result;
 END
 $fn$
@@ -429,6 +507,110 @@ async def _add_message_claims(conn: AsyncConnection) -> None:
         await conn.exec_driver_sql(_CLAIM_MESSAGES_SQL)
 
 
+# The counts' triggers.  PostgreSQL: a plpgsql function called for each inserted task and
+# each update that changes a state (tested before any function is called), unless the
+# batch save function writes them (it counts its batch itself, see _SAVE_TASKS_V6_SQL).
+_PG_COUNT_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION a2a_count_tasks() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_slot int := pg_backend_pid() % 8;
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        INSERT INTO {task_counts.name} AS c (agent_id, owner, state, slot, n)
+        VALUES (OLD.agent_id, coalesce(OLD.owner, ''), OLD.state, v_slot, -1)
+        ON CONFLICT (agent_id, owner, state, slot) DO UPDATE SET n = c.n - 1;
+    END IF;
+    INSERT INTO {task_counts.name} AS c (agent_id, owner, state, slot, n)
+    VALUES (NEW.agent_id, coalesce(NEW.owner, ''), NEW.state, v_slot, 1)
+    ON CONFLICT (agent_id, owner, state, slot) DO UPDATE SET n = c.n + 1;
+    RETURN NULL;
+END
+$fn$
+"""
+
+# Deletes are counted per statement, one change per count row (a row counted down once per
+# deleted task would be rewritten as many times in one transaction, each rewrite slower
+# than the last: a bulk delete of 200,000 tasks took minutes).
+_PG_COUNT_DELETED_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION a2a_count_deleted_tasks() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    INSERT INTO {task_counts.name} AS c (agent_id, owner, state, slot, n)
+    SELECT g.agent_id, coalesce(g.owner, ''), g.state, pg_backend_pid() % 8, -count(*)
+    FROM gone AS g GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (agent_id, owner, state, slot) DO UPDATE SET n = c.n + excluded.n;
+    RETURN NULL;
+END
+$fn$
+"""
+
+_NOT_COUNTED = f"current_setting('{COUNTED_SETTING}', true) IS DISTINCT FROM 'on'"
+_PG_COUNT_TRIGGERS = {
+    "a2a_tasks_count_insert": f"AFTER INSERT ON {{table}} FOR EACH ROW WHEN ({_NOT_COUNTED})",
+    "a2a_tasks_count_state": "AFTER UPDATE OF state ON {table} FOR EACH ROW "
+    f"WHEN (OLD.state <> NEW.state AND {_NOT_COUNTED})",
+}
+
+
+def _sqlite_count(row: str, delta: str) -> str:
+    """SQLite: the statement adding ``delta`` to the count of the task ``row`` (NEW/OLD)."""
+    return (
+        f"INSERT INTO {task_counts.name} (agent_id, owner, state, slot, n) "
+        f"VALUES ({row}.agent_id, coalesce({row}.owner, ''), {row}.state, 0, {delta}) "
+        f"ON CONFLICT (agent_id, owner, state, slot) DO UPDATE SET n = n + ({delta});"
+    )
+
+
+_SQLITE_COUNT_TRIGGERS = (
+    f"CREATE TRIGGER IF NOT EXISTS a2a_tasks_count_insert AFTER INSERT ON {tasks.name} "
+    f"BEGIN {_sqlite_count('NEW', '1')} END",
+    f"CREATE TRIGGER IF NOT EXISTS a2a_tasks_count_delete AFTER DELETE ON {tasks.name} "
+    f"BEGIN {_sqlite_count('OLD', '-1')} END",
+    f"CREATE TRIGGER IF NOT EXISTS a2a_tasks_count_state AFTER UPDATE OF state ON {tasks.name} "
+    f"WHEN OLD.state <> NEW.state "
+    f"BEGIN {_sqlite_count('OLD', '-1')} {_sqlite_count('NEW', '1')} END",
+)
+
+
+async def _add_count_triggers(conn: AsyncConnection) -> None:
+    """The triggers keeping :data:`task_counts` (the table must exist)."""
+    if conn.dialect.name == "postgresql":
+        await conn.exec_driver_sql(_PG_COUNT_FUNCTION)
+        await conn.exec_driver_sql(_PG_COUNT_DELETED_FUNCTION)
+        triggers = {
+            name: f"{when.format(table=tasks.name)} EXECUTE FUNCTION a2a_count_tasks()"
+            for name, when in _PG_COUNT_TRIGGERS.items()
+        }
+        triggers["a2a_tasks_count_delete"] = (
+            f"AFTER DELETE ON {tasks.name} REFERENCING OLD TABLE AS gone "
+            "FOR EACH STATEMENT EXECUTE FUNCTION a2a_count_deleted_tasks()"
+        )
+        for name, definition in triggers.items():
+            await conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name} ON {tasks.name}")
+            await conn.exec_driver_sql(f"CREATE TRIGGER {name} {definition}")
+    else:
+        for trigger in _SQLITE_COUNT_TRIGGERS:
+            await conn.exec_driver_sql(trigger)
+
+
+async def _add_task_counts(conn: AsyncConnection) -> None:
+    """Version 9: the task counts (ListTasks' totalSize), their triggers, and the counts
+    of the tasks already there.  PostgreSQL's CREATE TRIGGER locks out writes to the tasks
+    until the setup transaction commits, so no write falls between the count and them."""
+    await create_table(conn, task_counts)
+    await _add_save_with_deliveries(conn)  # the function now counts its batches
+    await _add_count_triggers(conn)
+    await conn.execute(delete(task_counts))
+    owner = func.coalesce(tasks.c.owner, "")
+    await conn.execute(
+        insert(task_counts).from_select(
+            ["agent_id", "owner", "state", "slot", "n"],
+            select(tasks.c.agent_id, owner, tasks.c.state, literal(0), func.count()).group_by(
+                tasks.c.agent_id, owner, tasks.c.state
+            ),
+        )
+    )
+
+
 # Upgrades, keyed by the version they produce; each runs inside the setup transaction.
 _MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {
     2: _add_leases,
@@ -438,6 +620,7 @@ _MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {
     6: _add_save_with_deliveries,
     7: _add_message_claims,
     8: _list_indexes,
+    9: _add_task_counts,
 }
 
 
@@ -457,9 +640,10 @@ async def setup_schema(conn: AsyncConnection, safe_url: str) -> None:
         await _add_save_with_deliveries(conn)
         if dialect == "postgresql":
             await conn.exec_driver_sql(_CLAIM_MESSAGES_SQL)
-        insert = pg_dialect.insert if dialect == "postgresql" else sqlite_dialect.insert
+        await _add_count_triggers(conn)
+        upsert = pg_dialect.insert if dialect == "postgresql" else sqlite_dialect.insert
         await conn.execute(
-            insert(schema_version).values(id=1, version=SCHEMA_VERSION).on_conflict_do_nothing()
+            upsert(schema_version).values(id=1, version=SCHEMA_VERSION).on_conflict_do_nothing()
         )
     elif found > SCHEMA_VERSION:
         raise RuntimeError(

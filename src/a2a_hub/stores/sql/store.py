@@ -29,6 +29,7 @@ from sqlalchemy import (
     Double,
     Integer,
     LargeBinary,
+    Select,
     String,
     and_,
     bindparam,
@@ -77,6 +78,7 @@ from a2a_hub.stores.sql.schema import (
     push_configs,
     push_outbox,
     setup_schema,
+    task_counts,
     tasks,
 )
 from a2a_hub.stores.sql.sqlite_writer import SqliteWriter
@@ -268,6 +270,25 @@ def _delivery_of(row: Any) -> Delivery:
         last_error=error,
         dead=bool(dead),
     )
+
+
+_tc = task_counts.c
+
+
+def _count_statement(
+    agent_id: str, query: TaskQuery, where: list[ColumnElement[bool]]
+) -> Select[Any]:
+    """The statement counting the tasks ``query`` lists: by owner and state, a sum of the
+    kept counts (a few rows, however many tasks); by context or update time, a count
+    with the filters' indexes."""
+    if query.context_id is not None or query.updated_after is not None:
+        return select(func.count()).select_from(tasks).where(*where)
+    counted = [_tc.agent_id == agent_id]
+    if query.owner is not None:
+        counted.append(_tc.owner == query.owner)
+    if query.state is not None:
+        counted.append(_tc.state == query.state.value)
+    return select(func.coalesce(func.sum(_tc.n), 0)).where(*counted)
 
 
 class _Statements:
@@ -796,11 +817,10 @@ class SqlStore(Store):
             if total is None and not more and not query.page_token:
                 total = len(rows)  # the whole result is on this page
             elif total is None:
-                # counted once, for the first page (an index-only count with the filters'
-                # indexes); the page token carries it to the later pages, which repeat it
-                total = (
-                    await conn.execute(select(func.count()).select_from(tasks).where(*where))
-                ).scalar_one()
+                # counted once, for the first page; the page token carries it to the later
+                # pages, which repeat it
+                counted = await conn.execute(_count_statement(agent_id, query, where))
+                total = int(counted.scalar_one())
         page = rows[:size]
         token = encode_page_token(page[-1][0], page[-1][1], total) if page and more else ""
         return TaskPage(

@@ -13,7 +13,7 @@ import pytest
 
 from a2a_hub.protocol.types import Message, Part, Role
 from a2a_hub.registry import Registry
-from tests.support.stores import POSTGRES_URL
+from tests.support.stores import POSTGRES_URL, missing_service
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -25,7 +25,7 @@ async def url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[s
     try:
         await probe.open()
     except Exception as exc:
-        pytest.skip(f"PostgreSQL unavailable: {exc}")
+        missing_service(f"PostgreSQL unavailable: {exc}")
     await probe.close()
     yield POSTGRES_URL
 

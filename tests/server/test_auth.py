@@ -19,6 +19,7 @@ from a2a_hub.registry import Registry
 from a2a_hub.stores.memory import MemoryStore
 from tests.support.agents import PizzaExecutor, SlowExecutor
 from tests.support.hub import LiveServer
+from tests.support.stores import POSTGRES_URL, missing_service
 
 V10 = {"A2A-Version": "1.0"}
 
@@ -336,16 +337,12 @@ async def test_agent_added_on_one_instance_answers_on_the_other(
 
 @pytest.fixture
 async def pg_registry() -> AsyncIterator[str]:
-    import os
-
-    url = os.environ.get("A2A_HUB_TEST_POSTGRES_URL")
-    if not url:
-        pytest.skip("A2A_HUB_TEST_POSTGRES_URL not set")
+    url = POSTGRES_URL
     registry = Registry(url)
     try:
         await registry.open()
     except Exception as exc:
-        pytest.skip(f"PostgreSQL unavailable: {exc}")
+        missing_service(f"PostgreSQL unavailable: {exc}")
     from sqlalchemy import delete
 
     from a2a_hub.registry.schema import agents, api_keys

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from a2a_hub.stores import Store, TaskQuery, open_store
 
@@ -22,6 +23,16 @@ POSTGRES_URL = os.environ.get(
 )
 REDIS_URL = os.environ.get("A2A_HUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 IN_CI = os.environ.get("CI", "").strip().lower() == "true"
+
+
+def missing_service(message: str) -> NoReturn:
+    """Skip the test because a service it needs is missing, or fail it under ``CI=true``
+    (CI has every service: a missing one is a broken machine, not a reason to skip)."""
+    import pytest
+
+    if IN_CI:
+        pytest.fail(f"{message} (CI=true: a missing service is a failure, not a skip)")
+    pytest.skip(message)
 
 
 def redis_test_url(**options: object) -> str:

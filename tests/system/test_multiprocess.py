@@ -23,10 +23,10 @@ import httpx
 import pytest
 
 from tests.support.processes import ROOT
+from tests.support.stores import POSTGRES_URL as POSTGRES
+from tests.support.stores import missing_service
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
 REDIS = "redis://127.0.0.1:6379/0"
-POSTGRES = os.environ.get("A2A_HUB_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 V10 = {"A2A-Version": "1.0"}
 
 
@@ -46,10 +46,7 @@ def reachable(host: str, port: int) -> bool:
 
 def require(name: str, port: int) -> None:
     if not reachable("127.0.0.1", port):
-        message = f"{name} is not running on 127.0.0.1:{port}"
-        if IN_CI:
-            pytest.fail(f"{message} (CI=true: a missing service is a failure)")
-        pytest.skip(message)
+        missing_service(f"{name} is not running on 127.0.0.1:{port}")
 
 
 class Instance:
@@ -283,9 +280,7 @@ def test_workers_share_redis(tmp_path: Path) -> None:
 def test_redis_restart_during_traffic_loses_nothing_acknowledged(tmp_path: Path) -> None:
     server = shutil.which("redis-server")
     if server is None:
-        if IN_CI:
-            pytest.fail("redis-server is not installed (CI=true)")
-        pytest.skip("redis-server is not installed")
+        missing_service("redis-server is not installed")
     port = free_port()
     data = tmp_path / "redis"
     data.mkdir()

@@ -1,33 +1,32 @@
 """Idempotent sends across real ``a2a-hub serve`` processes sharing Redis or PostgreSQL.
 
 One messageId sent 50 times at once, split over two instances and over every kind of
-send (JSON-RPC 1.0 blocking and non-blocking, REST, 0.3 ``message/send``, SSE, gRPC), runs the
-agent once; every answer names the task of that one run.  A Redis store stopped and
-started again during sends: a request answered with an error is either absent or the one
-its retry (same messageId) finds; no message runs twice, no task stays submitted, every
-blocking or streamed answer is in the store.
+send (JSON-RPC 1.0 blocking and non-blocking, REST, 0.3 ``message/send``, SSE, gRPC),
+runs the agent once; every answer names the task of that one run.  A Redis or
+PostgreSQL server of the test's own stopped and started again during sends: a request
+answered with an error is either absent or the one its retry (same messageId) finds; no
+message runs twice, no task stays submitted, every blocking or streamed answer is in
+the store.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.stores import missing_service
+from tests.support.servers import PostgresServer, RedisServer, StoreServer
 from tests.system.test_multiprocess import (
     V10,
     Instance,
     free_port,
-    reachable,
     shared_store,
 )
 
@@ -184,31 +183,26 @@ async def _attempt(
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def test_a_redis_outage_during_sends_never_runs_a_message_twice(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.fixture(params=["redis", "postgresql"])
+def store_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreServer]:
+    """A private Redis or PostgreSQL server, started; killed afterwards whatever happened."""
+    server: StoreServer = (
+        RedisServer(tmp_path) if request.param == "redis" else PostgresServer(tmp_path)
+    )
+    try:
+        server.start()
+        yield server
+    finally:
+        server.close()
+
+
+def test_a_store_outage_during_sends_never_runs_a_message_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_server: StoreServer
 ) -> None:
-    server = shutil.which("redis-server")
-    if server is None:
-        missing_service("redis-server is not installed")
-    port = free_port()
-    data = tmp_path / "redis"
-    data.mkdir()
-    cmd = [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data)]
-    cmd += ["--appendonly", "yes", "--appendfsync", "always", "--save", ""]
-
-    def start_redis() -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(200):
-            if reachable("127.0.0.1", port):
-                return proc
-            time.sleep(0.05)
-        raise AssertionError("redis-server did not start")
-
     folder = tmp_path / "runs"
     folder.mkdir()
     monkeypatch.setenv("A2A_TEST_RUNS_DIR", str(folder))
-    redis = start_redis()
-    url = f"redis://127.0.0.1:{port}/0"
+    url = store_server.url
     agent = "counted"
     spec = [f"{agent}=tests.support.agents:Counted?delay=0.05"]
     a = Instance(tmp_path, url, spec)
@@ -231,18 +225,16 @@ def test_a_redis_outage_during_sends_never_runs_a_message_twice(
                 await asyncio.sleep(0.02)
 
     async def outage() -> None:
-        nonlocal redis
         stop = asyncio.Event()
         load = asyncio.ensure_future(traffic(stop))
         await asyncio.sleep(1.0)
-        redis.terminate()
-        await asyncio.to_thread(redis.wait, 10)
+        await asyncio.to_thread(store_server.stop)
         await asyncio.sleep(2.0)
         for _ in range(200):  # on a loaded machine, until some request has met the outage
             if any(o[1] is None for o in outcomes.values()):
                 break
             await asyncio.sleep(0.1)
-        redis = await asyncio.to_thread(start_redis)
+        await asyncio.to_thread(store_server.start)
         await asyncio.sleep(2.0)
         stop.set()
         await load
@@ -316,5 +308,3 @@ def test_a_redis_outage_during_sends_never_runs_a_message_twice(
     finally:
         a.stop()
         b.stop()
-        redis.terminate()
-        redis.wait(10)

@@ -202,9 +202,9 @@ class StreamWatcher:
         elif self._reading and key not in self._reading:
             self._kick()
         try:
-            await asyncio.wait_for(future, wait)
-        except TimeoutError:
-            pass
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await future
         finally:
             waiters.pop(future, None)
             if not waiters and self._waiters.get(key) is waiters:

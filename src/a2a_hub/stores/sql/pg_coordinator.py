@@ -210,9 +210,9 @@ class PostgresCoordinator(Coordinator):
         if waiter is None:
             waiter = self._waiters[key] = asyncio.Event()
         try:
-            await asyncio.wait_for(waiter.wait(), wait)
-        except TimeoutError:
-            pass
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await waiter.wait()
         finally:
             waiter.clear()
             self._waiters.pop(key, None)

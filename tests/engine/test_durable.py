@@ -301,3 +301,62 @@ async def test_a_shutdown_during_a_write_that_lands_writes_the_end_after_it(
     events = await store.read_events("a", task.id)
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert not [r for r in caplog.records if "another instance" in r.getMessage()]
+
+
+class LostAnswerStore(MemoryStore):
+    """A memory store whose first ``lost`` writes after ``armed`` is set land, and then
+    fail as if the connection dropped before the answer (the caller cannot tell)."""
+
+    def __init__(self, lost: int) -> None:
+        super().__init__()
+        self.lost = lost
+        self.armed = False
+
+    async def save_task(
+        self,
+        agent_id: str,
+        task: Task,
+        events: Sequence[TaskEvent] = (),
+        *,
+        owner: str | None = None,
+        deliveries: Sequence[Delivery] = (),
+    ) -> None:
+        await super().save_task(agent_id, task, events, owner=owner, deliveries=deliveries)
+        if self.armed and self.lost:
+            self.lost -= 1
+            raise StoreUnavailableError("Task store lost:// is unavailable (connection lost)")
+
+
+@pytest.mark.parametrize("lost", [1, 3])
+async def test_a_write_that_landed_but_was_reported_failed_is_not_written_twice(
+    lost: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store took a write, then its answer was lost: the run, retrying, finds its own
+    events in the log, counts them as written and goes on (it used to meet them as
+    "another writer" and leave the task working for good)."""
+    store = LostAnswerStore(lost)
+    executor = Steps(burst=3)
+    engine = TaskEngine("a", executor, store)
+    feed = engine.feed()
+    pending = asyncio.ensure_future(engine.send(req("go", immediate=True)))
+    await asyncio.wait_for(executor.waiting.wait(), 5)
+    task = await asyncio.wait_for(pending, 5)
+    assert isinstance(task, Task)
+    store.armed = True
+    executor.go.set()
+    await asyncio.wait_for(executor.bursted.wait(), 5)
+    executor.end.set()
+    for _ in range(500):  # hang guard only
+        stored = await store.get_task("a", task.id)
+        if stored is not None and stored.status.state.terminal:
+            break
+        await asyncio.sleep(0.01)
+    assert stored is not None and stored.status.state == TaskState.COMPLETED
+    events = await store.read_events("a", task.id)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    shown = [item.event.seq for item in await drain(feed)]
+    assert shown == [e.seq for e in events]  # each shown once, in order, none missing
+    assert store.lost < lost  # answers were lost
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    feed.close()
+    await engine.close()

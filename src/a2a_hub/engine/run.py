@@ -214,7 +214,14 @@ class TaskRun:
                 raise cancelled
 
     async def _write(self, snapshot: Task, events: list[TaskEvent]) -> None:
-        """Take the lease if the task runs on, then save ``snapshot`` and ``events``."""
+        """Take the lease if the task runs on, then save ``snapshot`` and ``events``.
+
+        A write reported as failed may have landed (the store took it, then the
+        connection was lost before its answer): its events, requeued, then meet
+        themselves in the log.  A conflict whose stored events are this run's own is
+        that case: those count as written and the rest is saved after them.  Any other
+        conflict (another writer moved the log on) is raised.
+        """
         state = snapshot.status.state
         cluster = self.cluster
         if cluster is not None and not self.leased and not (state.terminal or state.interrupted):
@@ -223,6 +230,21 @@ class TaskRun:
                 self.agent_id, self.task_id, cluster.id, cluster.lease_ttl
             )
             self.leased = True
+        try:
+            await self._save(snapshot, events)
+        except LogConflictError:
+            landed = await self._landed(events)
+            if not landed:
+                raise
+            if landed < len(events):
+                await self._save(snapshot, events[landed:])
+            log.info(
+                "task %s: %d events reported unwritten were in the store already",
+                self.task_id,
+                landed,
+            )
+
+    async def _save(self, snapshot: Task, events: list[TaskEvent]) -> None:
         if self.push_configs:
             await self.store.save_task(
                 self.agent_id,
@@ -235,6 +257,19 @@ class TaskRun:
                 self.push_queued()
         else:
             await self.store.save_task(self.agent_id, snapshot, events, owner=self.owner)
+
+    async def _landed(self, events: list[TaskEvent]) -> int:
+        """How many of ``events``, from the first, are in the store as they are here."""
+        stored = await self.store.read_events(
+            self.agent_id, self.task_id, after=events[0].seq - 1, limit=len(events)
+        )
+        encode = msgspec.json.encode
+        landed = 0
+        for mine, theirs in zip(events, stored, strict=False):
+            if mine.seq != theirs.seq or encode(mine.event) != encode(theirs.event):
+                break
+            landed += 1
+        return landed
 
     def _deliveries(self, events: list[TaskEvent]) -> list[Delivery]:
         """One delivery per push config for each event a webhook is told about: status

@@ -211,18 +211,26 @@ def test_a_store_outage_during_sends_never_runs_a_message_twice(
     outcomes: dict[str, tuple[str, str | None, str]] = {}  # mid -> (kind, task id, error)
 
     async def traffic(stop: asyncio.Event) -> None:
+        """Sends of every kind at a steady pace, each on its own: a blocking send that
+        waits out the outage (its agent ran; its end is written once the store is back)
+        holds up no other send, so sends made during the outage meet it."""
+        in_flight: set[asyncio.Task[None]] = set()
+
+        async def one(client: httpx.AsyncClient, kind: str, mid: str) -> None:
+            outcomes[mid] = (kind, *await _attempt(client, a.url, agent, kind, mid))
+
         async with httpx.AsyncClient(timeout=30) as client:
             n = 0
             while not stop.is_set():
-                batch = []
                 for kind in kinds:
-                    mid = f"m{n}-{kind}"
+                    if len(in_flight) >= 64:
+                        break
+                    sent = asyncio.ensure_future(one(client, kind, f"m{n}-{kind}"))
                     n += 1
-                    batch.append((kind, mid, _attempt(client, a.url, agent, kind, mid)))
-                results = await asyncio.gather(*(c for _, _, c in batch))
-                for (kind, mid, _), (task_id, error) in zip(batch, results, strict=True):
-                    outcomes[mid] = (kind, task_id, error)
-                await asyncio.sleep(0.02)
+                    in_flight.add(sent)
+                    sent.add_done_callback(in_flight.discard)
+                await asyncio.sleep(0.05)
+            await asyncio.gather(*in_flight)
 
     async def outage() -> None:
         stop = asyncio.Event()

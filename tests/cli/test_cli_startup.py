@@ -281,7 +281,11 @@ def open_stream(url: str) -> httpx.Response:
 
 @pytest.mark.parametrize("presses", [1, 2])
 def test_ctrl_c_with_an_open_stream_prints_no_traceback(tmp_path: Path, presses: int) -> None:
+    """One Ctrl+C: the stream ends, the running task gets the grace period, then fails.
+    A second one: the grace period ends at once (the default 30 s is not waited out)."""
     args = ["--agent", "slow=tests.support.agents:SlowExecutor", "--store", "memory://"]
+    if presses == 1:
+        args += ["--graceful-timeout", "2"]
     with serving(MODULE, *args, cwd=tmp_path, tests=True) as (url, proc):
         stream = open_stream(f"{url}/a2a/slow")
         try:
@@ -295,3 +299,7 @@ def test_ctrl_c_with_an_open_stream_prints_no_traceback(tmp_path: Path, presses:
     assert proc.returncode == 0
     assert "Traceback" not in out and "ERROR" not in out, out
     assert "Finished server process" in out
+    if presses == 1:
+        assert "graceful timeout: failing 1 task(s) still running" in out, out
+    else:
+        assert "second Ctrl+C: failing 1 task(s) still running" in out, out

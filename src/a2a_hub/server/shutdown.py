@@ -11,6 +11,9 @@ What happens, in order:
    what is left of ``graceful_timeout`` to finish (:meth:`Drain.wait_for_runs`).
 4. The hub closes: what still runs is failed with a message saying that the
    server shut down, leases are released, the store is closed.
+
+A second Ctrl+C (SIGINT) during the drain ends the grace period at once, as it
+makes uvicorn stop waiting for requests: step 3 is skipped and step 4 follows.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ class Drain:
     def __init__(self, grace: float) -> None:
         self.grace = grace
         self.began: float | None = None
+        #: Set by a second SIGINT: nothing more is waited for.
+        self.hurried = False
+        self._hurry: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def watch_signals(self) -> None:
@@ -55,7 +61,7 @@ class Drain:
     def _chain(self, previous: Any) -> Any:
         def handler(sig: int, frame: FrameType | None) -> None:
             if self._loop is not None and not self._loop.is_closed():
-                self._loop.call_soon_threadsafe(self.begin)
+                self._loop.call_soon_threadsafe(self.begin, sig)
             if callable(previous):
                 previous(sig, frame)
             elif previous == signal.SIG_DFL:  # nobody else handles it: the default action
@@ -64,15 +70,23 @@ class Drain:
 
         return handler
 
-    def begin(self) -> None:
-        """Start draining now (idempotent): end the open streams."""
+    def begin(self, sig: int | None = None) -> None:
+        """Start draining now: end the open streams.  Again with SIGINT (a second
+        Ctrl+C): end the grace period now."""
         if self.began is None:
             self.began = time.monotonic()
             log.info("shutting down: open streams ended, running tasks get up to %g s", self.grace)
+        elif sig == signal.SIGINT and not self.hurried:
+            self.hurried = True
+            if self._hurry is not None:
+                self._hurry.set()
+            log.info("second Ctrl+C: not waiting for running tasks")
         end_streams()
 
     def remaining(self) -> float:
         """Seconds left of the grace period (all of it if draining has not begun)."""
+        if self.hurried:
+            return 0.0
         if self.began is None:
             return self.grace
         return max(0.0, self.began + self.grace - time.monotonic())
@@ -84,6 +98,17 @@ class Drain:
             left = self.remaining()
             if not runs or left <= 0:
                 if runs:
-                    log.warning("graceful timeout: failing %d task(s) still running", len(runs))
+                    why = "second Ctrl+C" if self.hurried else "graceful timeout"
+                    log.warning("%s: failing %d task(s) still running", why, len(runs))
                 return
-            await asyncio.wait([run.finished for run in runs], timeout=left)
+            if self._hurry is None:
+                self._hurry = asyncio.Event()
+            hurry = asyncio.ensure_future(self._hurry.wait())
+            try:
+                await asyncio.wait(
+                    [hurry, *(run.finished for run in runs)],
+                    timeout=left,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                hurry.cancel()

@@ -177,10 +177,10 @@ class TaskRun:
         """Write queued events and the snapshot in one store call (serialised), then
         publish them, in order.
 
-        A write that has begun is seen to its end even when the caller is cancelled
-        (a shutdown cancels the flusher's writers): the store may commit it anyway (a
-        thread, a server), and events requeued after a write that landed would never
-        continue the log again.  The cancellation is raised once the outcome is known.
+        A write that fails or is cancelled requeues its events, although it may have
+        landed (the store took it, then the answer was lost, or the caller was cancelled
+        while a thread or a server committed it): the next write then meets those events
+        in the log and counts them as written (:meth:`_write`).
         """
         async with self._flush_lock:
             if not self._unflushed:
@@ -188,30 +188,20 @@ class TaskRun:
             events, self._unflushed = self._unflushed, []
             snapshot = self.snapshot()
             state = snapshot.status.state
-            write = asyncio.ensure_future(self._write(snapshot, events))
-            cancelled: asyncio.CancelledError | None = None
             try:
-                try:
-                    await asyncio.shield(write)
-                except asyncio.CancelledError as exc:
-                    cancelled = exc
-                    await asyncio.wait([write])  # a second cancellation gives up waiting
-                    write.result()
+                await self._write(snapshot, events)
             except BaseException:
-                if not (write.done() and not write.cancelled() and write.exception() is None):
-                    self._unflushed[:0] = events
-                    # tried again by the flusher (a write of its own in flight is retried
-                    # anyway; one from elsewhere, e.g. the run's end, would otherwise not be)
-                    self.flusher.mark_dirty(self)
-                    raise
+                self._unflushed[:0] = events
+                # tried again by the flusher (a write of its own in flight is retried
+                # anyway; one from elsewhere, e.g. the run's end, would otherwise not be)
+                self.flusher.mark_dirty(self)
+                raise
             self.written, self.written_seq = snapshot, events[-1].seq
             publish, task_id, owner = self.pubsub.publish, self.task_id, self.owner
             for record in events:
                 publish(task_id, record, owner)
             if self.leased and (state.terminal or state.interrupted):
                 await self.release_lease()
-            if cancelled is not None:
-                raise cancelled
 
     async def _write(self, snapshot: Task, events: list[TaskEvent]) -> None:
         """Take the lease if the task runs on, then save ``snapshot`` and ``events``.

@@ -103,12 +103,9 @@ class Drain:
                 return
             if self._hurry is None:
                 self._hurry = asyncio.Event()
-            hurry = asyncio.ensure_future(self._hurry.wait())
+            hurry: asyncio.Future[Any] = asyncio.ensure_future(self._hurry.wait())
+            waits: list[asyncio.Future[Any]] = [hurry, *(run.finished for run in runs)]
             try:
-                await asyncio.wait(
-                    [hurry, *(run.finished for run in runs)],
-                    timeout=left,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
+                await asyncio.wait(waits, timeout=left, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 hurry.cancel()

@@ -84,7 +84,6 @@ class TaskRun:
         "tail",
         "task",
         "task_id",
-        "updater",
         "written",
         "written_seq",
     )
@@ -120,7 +119,6 @@ class TaskRun:
         self.seq = seq
         #: True once the request is tied to a task (a continued task or a non-blocking send).
         self.bound = bound or task is not None
-        self.updater = TaskUpdater(self)
         #: The task as last written (``None`` until its first write) and its last seq.
         self.written: Task | None = task
         self.written_seq = seq if task is not None else 0
@@ -140,6 +138,13 @@ class TaskRun:
         self.push_configs: tuple[str, ...] = ()
         #: Told after a save that queued deliveries (wakes the push dispatcher).
         self.push_queued: Callable[[], None] | None = None
+
+    @property
+    def updater(self) -> TaskUpdater:
+        """A handle for the executor (made on demand: a run that kept its updater, which
+        refers to the run, would be a reference cycle, freed only by the garbage
+        collector, and every request's objects with it)."""
+        return TaskUpdater(self)
 
     # --- events ----------------------------------------------------------------------
 

@@ -79,7 +79,31 @@ async def test_a_replay_from_an_interrupted_task_also_stays_open() -> None:
     subscription.close()
 
 
-class GatedStore(MemoryStore):
+class HookedStore(MemoryStore):
+    """A memory store whose writes call :meth:`before_save` and :meth:`after_save` (the
+    write itself happens between them)."""
+
+    async def before_save(self) -> None:
+        """Called before each write."""
+
+    async def after_save(self) -> None:
+        """Called once a write is done."""
+
+    async def save_task(
+        self,
+        agent_id: str,
+        task: Task,
+        events: Sequence[TaskEvent] = (),
+        *,
+        owner: str | None = None,
+        deliveries: Sequence[Delivery] = (),
+    ) -> None:
+        await self.before_save()
+        await super().save_task(agent_id, task, events, owner=owner, deliveries=deliveries)
+        await self.after_save()
+
+
+class GatedStore(HookedStore):
     """A memory store whose writes wait for ``gate`` (set: they pass), counting them, and
     failing the first ``failures`` of them with ``error``."""
 
@@ -91,21 +115,12 @@ class GatedStore(MemoryStore):
         self.failures = failures
         self.error = error or StoreUnavailableError("Task store gated:// is unavailable")
 
-    async def save_task(
-        self,
-        agent_id: str,
-        task: Task,
-        events: Sequence[TaskEvent] = (),
-        *,
-        owner: str | None = None,
-        deliveries: Sequence[Delivery] = (),
-    ) -> None:
+    async def before_save(self) -> None:
         await self.gate.wait()
         if self.failures:
             self.failures -= 1
             raise self.error
         self.writes += 1
-        await super().save_task(agent_id, task, events, owner=owner, deliveries=deliveries)
 
 
 class Steps(AgentExecutor):
@@ -247,7 +262,7 @@ async def test_failed_writes_are_retried_with_backoff_and_logged_once(
     await engine.close()
 
 
-class LingeringStore(MemoryStore):
+class LingeringStore(HookedStore):
     """A memory store whose writes, once committed, keep their caller waiting for
     ``release`` while ``linger`` is set (as a commit in a thread or on a server lands
     although the coroutine awaiting it is cancelled)."""
@@ -258,16 +273,7 @@ class LingeringStore(MemoryStore):
         self.lingering = asyncio.Event()
         self.release = asyncio.Event()
 
-    async def save_task(
-        self,
-        agent_id: str,
-        task: Task,
-        events: Sequence[TaskEvent] = (),
-        *,
-        owner: str | None = None,
-        deliveries: Sequence[Delivery] = (),
-    ) -> None:
-        await super().save_task(agent_id, task, events, owner=owner, deliveries=deliveries)
+    async def after_save(self) -> None:
         if self.linger:
             self.lingering.set()
             await self.release.wait()
@@ -302,7 +308,7 @@ async def test_a_shutdown_during_a_write_that_lands_writes_the_end_after_it(
     assert not [r for r in caplog.records if "another instance" in r.getMessage()]
 
 
-class LostAnswerStore(MemoryStore):
+class LostAnswerStore(HookedStore):
     """A memory store whose first ``lost`` writes after ``armed`` is set land, and then
     fail as if the connection dropped before the answer (the caller cannot tell)."""
 
@@ -311,16 +317,7 @@ class LostAnswerStore(MemoryStore):
         self.lost = lost
         self.armed = False
 
-    async def save_task(
-        self,
-        agent_id: str,
-        task: Task,
-        events: Sequence[TaskEvent] = (),
-        *,
-        owner: str | None = None,
-        deliveries: Sequence[Delivery] = (),
-    ) -> None:
-        await super().save_task(agent_id, task, events, owner=owner, deliveries=deliveries)
+    async def after_save(self) -> None:
         if self.armed and self.lost:
             self.lost -= 1
             raise StoreUnavailableError("Task store lost:// is unavailable (connection lost)")

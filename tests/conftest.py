@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx
 import pytest
@@ -10,6 +12,22 @@ import pytest
 from a2a_hub import Hub, create_app
 from tests.support.agents import ChattyExecutor, PizzaExecutor, SlowExecutor
 from tests.support.hub import LiveServer, make_hub
+from tests.support.stores import PURGE_AT_EXIT, purge_redis
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _purge_shared_redis() -> Iterator[None]:
+    """Delete, at the end of the session, the keys that server processes left in the
+    machine's Redis under the prefixes tests gave them."""
+    yield
+
+    async def purge() -> None:
+        for url in PURGE_AT_EXIT:
+            with contextlib.suppress(Exception):  # Redis gone meanwhile: nothing to tidy
+                await purge_redis(url)
+
+    if PURGE_AT_EXIT:
+        asyncio.run(purge())
 
 
 @pytest.fixture

@@ -45,6 +45,11 @@ def _random_prefix() -> str:
     return f"a2a-test-{uuid.uuid4().hex[:12]}"
 
 
+#: Redis URLs (each with a key prefix of its own) given to server processes; the session's
+#: last fixture (``tests/conftest.py``) purges them.
+PURGE_AT_EXIT: list[str] = []
+
+
 async def purge_redis(url: str) -> None:
     """Delete every key under the prefix of ``url`` (whatever the test left behind)."""
     from a2a_hub.stores.redis import RedisStore

@@ -24,7 +24,7 @@ import pytest
 from tests.support.processes import ROOT
 from tests.support.servers import PostgresServer, RedisServer, StoreServer
 from tests.support.stores import POSTGRES_URL as POSTGRES
-from tests.support.stores import missing_service
+from tests.support.stores import PURGE_AT_EXIT, missing_service
 
 REDIS = "redis://127.0.0.1:6379/0"
 V10 = {"A2A-Version": "1.0"}
@@ -123,7 +123,9 @@ def shared_store(kind: str, prefix: str) -> str:
     skips (fails under ``CI=true``) when that server is not running."""
     if kind == "redis":
         require("Redis", 6379)
-        return f"{REDIS}?prefix={prefix}-{uuid.uuid4().hex[:8]}"
+        url = f"{REDIS}?prefix={prefix}-{uuid.uuid4().hex[:8]}"
+        PURGE_AT_EXIT.append(url)  # its keys are deleted when the session ends
+        return url
     require("PostgreSQL", 5432)
     return POSTGRES
 
@@ -262,8 +264,7 @@ def test_workers_need_a_shared_store(tmp_path: Path) -> None:
 
 
 def test_workers_share_redis(tmp_path: Path) -> None:
-    require("Redis", 6379)
-    store = f"{REDIS}?prefix=mp-{uuid.uuid4().hex[:8]}"
+    store = shared_store("redis", "mp")
     inst = Instance(tmp_path, store, ["echo"], "--workers", "2")
     try:
         tasks = [

@@ -23,14 +23,13 @@ import pytest
 from tests.support.cli import (
     MODULE,
     MYMOD,
-    POSTGRES_URL,
-    REDIS_URL,
     env,
     free_port,
     need,
     say,
     serving,
 )
+from tests.support.stores import POSTGRES_URL, REDIS_URL
 
 
 def clis() -> list[list[str]]:

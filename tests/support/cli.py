@@ -15,17 +15,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
-import pytest
+
+from tests.support.stores import missing_service
 
 ROOT = Path(__file__).resolve().parents[2]
 # -P: the current directory is NOT put on sys.path by Python, as for the installed
 # a2a-hub script (whose sys.path[0] is .venv/bin): only --app-dir can make it importable.
 MODULE = [sys.executable, "-P", "-m", "a2a_hub"]
-POSTGRES_URL = os.environ.get(
-    "A2A_HUB_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
-)
-REDIS_URL = os.environ.get("A2A_HUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-IN_CI = os.environ.get("CI", "").strip().lower() == "true"
 
 MYMOD = """
 from a2a_hub import AgentExecutor, RequestContext, TaskUpdater
@@ -60,9 +56,7 @@ def reachable(url: str) -> bool:
 
 def need(url: str, what: str) -> None:
     if not reachable(url):
-        if IN_CI:
-            pytest.fail(f"{what} at {url} is not reachable (CI=true)")
-        pytest.skip(f"{what} at {url} is not reachable")
+        missing_service(f"{what} at {url} is not reachable")
 
 
 @contextmanager

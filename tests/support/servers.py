@@ -18,24 +18,16 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from tests.support.cli import reachable
 from tests.support.processes import free_port
 from tests.support.stores import missing_service
 
 __all__ = ["PostgresServer", "RedisServer", "StoreServer"]
-
-
-def _listening(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 class StoreServer(abc.ABC):
@@ -72,7 +64,7 @@ class StoreServer(abc.ABC):
                 user=self.user,
             )
         deadline = time.monotonic() + 30
-        while not _listening(self.port):
+        while not reachable(self.url):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 output = self.log.read_text()
                 self.close()

@@ -41,8 +41,7 @@ class Drain:
         self.grace = grace
         self.began: float | None = None
         #: Set by a second SIGINT: nothing more is waited for.
-        self.hurried = False
-        self._hurry: asyncio.Event | None = None
+        self._hurry = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def watch_signals(self) -> None:
@@ -77,11 +76,14 @@ class Drain:
             self.began = time.monotonic()
             log.info("shutting down: open streams ended, running tasks get up to %g s", self.grace)
         elif sig == signal.SIGINT and not self.hurried:
-            self.hurried = True
-            if self._hurry is not None:
-                self._hurry.set()
+            self._hurry.set()
             log.info("second Ctrl+C: not waiting for running tasks")
         end_streams()
+
+    @property
+    def hurried(self) -> bool:
+        """Whether a second Ctrl+C ended the grace period."""
+        return self._hurry.is_set()
 
     def remaining(self) -> float:
         """Seconds left of the grace period (all of it if draining has not begun)."""
@@ -101,8 +103,6 @@ class Drain:
                     why = "second Ctrl+C" if self.hurried else "graceful timeout"
                     log.warning("%s: failing %d task(s) still running", why, len(runs))
                 return
-            if self._hurry is None:
-                self._hurry = asyncio.Event()
             hurry: asyncio.Future[Any] = asyncio.ensure_future(self._hurry.wait())
             waits: list[asyncio.Future[Any]] = [hurry, *(run.finished for run in runs)]
             try:

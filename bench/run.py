@@ -16,6 +16,10 @@ Settings (environment):
     BENCH_GRPC_CHANNELS  connections the gRPC load's callers share (4)
     BENCH_REDIS_URL     (redis://127.0.0.1:6379/0)
     BENCH_POSTGRES_URL  (postgresql://postgres@127.0.0.1:5432/test)
+    BENCH_BASELINE      another checkout of a2a-hub with its own .venv (an A/B run): every
+                        a2a-hub server runs a second time from that tree ("a2a-hub@base"), in
+                        the same rounds, and the table gains a hub/base column; results go to
+                        bench/.work/ab.json, bench/results.json is left alone
 
 The ``grpc`` scenario (SendMessage over the 1.0 gRPC binding, a2a-hub vs the SDK's own gRPC
 server) has no wrk: bench/grpc_load.py generates its load the same way (same core, the same
@@ -89,6 +93,12 @@ LUA = BENCH / "wrk" / "a2a.lua"
 TEXT = "hello bench"
 PREFIX = "/a2a/echo"
 DB_AGENT = "bench-echo"  # the agent id of what the bench writes to the shared PostgreSQL and Redis
+
+#: An A/B run's other tree (``BENCH_BASELINE``): its a2a-hub servers run beside this tree's.
+BASELINE = (
+    Path(os.environ["BENCH_BASELINE"]).resolve() if os.environ.get("BENCH_BASELINE") else None
+)
+BASE_TAG = "@base"  # "a2a-hub@base", "a2a-hub@base/sqlite": the baseline tree's servers
 
 HUB, SDK, CEILING = "a2a-hub", "a2a-sdk", "ceiling"
 
@@ -247,16 +257,23 @@ class Target:
     prefix: str
     store: str | None = None
     skipped: str | None = None
+    agent: str = DB_AGENT  # the agent id its rows are stored under (shared stores)
     acked: int = 0  # responses counted ok (for the durability check)
     db_before: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def hub_server(key: str, store: str, agent: str = "echo", grpc_port: int | None = None) -> Server:
+def hub_server(
+    key: str,
+    store: str,
+    agent: str = "echo",
+    grpc_port: int | None = None,
+    cli: Path = HUB_CLI,
+) -> Server:
     port = free_port()
     spec = "echo" if agent == "echo" else f"{agent}=echo"
     argv = [
-        str(HUB_CLI),
+        str(cli),
         "serve",
         "--agent",
         spec,
@@ -331,7 +348,53 @@ def build_targets(tmp: Path) -> dict[str, Target]:
             extra={"grpc_port": sdk_grpc},
         ),
     }
+    if BASELINE is not None:
+        targets.update(baseline_targets(tmp, BASELINE))
     return targets
+
+
+def baseline_targets(tmp: Path, tree: Path) -> dict[str, Target]:
+    """The a2a-hub servers once more, run from another checkout (an A/B run): each shared
+    store gets an agent id (and Redis prefix) of its own, so the store checks stay apart."""
+    cli = tree / ".venv" / "bin" / "a2a-hub"
+    if not cli.exists():
+        raise SystemExit(f"BENCH_BASELINE={tree}: no {cli} (run `make test` or `make demo` there)")
+    agent = f"{DB_AGENT}-base"
+    redis_url = REDIS_URL.replace("prefix=a2a-bench", "prefix=a2a-bench-base")
+    sqlite_url = f"sqlite:///{tmp / 'bench-base.db'}"
+    memory = f"{HUB}{BASE_TAG}"
+    return {
+        memory: Target(hub_server(memory, "memory://", cli=cli), PREFIX, "memory://"),
+        f"{memory}/sqlite": Target(
+            hub_server(f"{memory}/sqlite", sqlite_url, cli=cli), PREFIX, sqlite_url
+        ),
+        f"{memory}/redis": Target(
+            hub_server(f"{memory}/redis", redis_url, agent, cli=cli),
+            f"/a2a/{agent}",
+            redis_url,
+            agent=agent,
+        ),
+        f"{memory}/postgres": Target(
+            hub_server(f"{memory}/postgres", POSTGRES_URL, agent, cli=cli),
+            f"/a2a/{agent}",
+            POSTGRES_URL,
+            agent=agent,
+        ),
+        f"{memory}/grpc": Target(
+            hub_server(f"{memory}/grpc", "memory://", grpc_port=(port := free_port()), cli=cli),
+            PREFIX,
+            "memory://",
+            extra={"grpc_port": port},
+        ),
+    }
+
+
+def servers_of(sc: Scenario) -> list[str]:
+    """The servers a scenario runs on: its own, and in an A/B run each a2a-hub one twice."""
+    if BASELINE is None:
+        return sc.servers
+    twins = [HUB + BASE_TAG + k.removeprefix(HUB) for k in sc.servers if k.startswith(HUB)]
+    return [*sc.servers, *twins]
 
 
 # --- store row counts (every acknowledged task must be in the store) ---------------------
@@ -359,9 +422,9 @@ async def _pg(url: str, sql: str, *args: Any) -> Any:
         await conn.close()
 
 
-def pg_count(url: str) -> int:
+def pg_count(url: str, agent: str = DB_AGENT) -> int:
     try:
-        n = asyncio.run(_pg(url, "SELECT count(*) FROM a2a_tasks WHERE agent_id = $1", DB_AGENT))
+        n = asyncio.run(_pg(url, "SELECT count(*) FROM a2a_tasks WHERE agent_id = $1", agent))
     except Exception:
         return 0
     return int(n or 0)
@@ -371,13 +434,13 @@ def pg_count(url: str) -> int:
 _PG_TABLES = ("a2a_tasks", "a2a_message_claims", "a2a_push_outbox")
 
 
-async def _pg_clean(url: str) -> None:
+async def _pg_clean(url: str, agent: str) -> None:
     import asyncpg
 
     conn = await asyncpg.connect(url)
     try:
         for table in _PG_TABLES:
-            await conn.execute(f"DELETE FROM {table} WHERE agent_id = $1", DB_AGENT)
+            await conn.execute(f"DELETE FROM {table} WHERE agent_id = $1", agent)
         # this server runs without autovacuum: dead rows and stale statistics from earlier
         # runs would slow the next run down (about 4,500 -> 1,700 req/s seen), so clean up
         for table in (*_PG_TABLES, "a2a_task_events", "a2a_task_counts"):
@@ -386,11 +449,11 @@ async def _pg_clean(url: str) -> None:
         await conn.close()
 
 
-def pg_clean(url: str) -> None:
+def pg_clean(url: str, agent: str = DB_AGENT) -> None:
     """Delete the bench's own rows (agent id ``bench-echo``) from the shared database, then
     vacuum and analyze the tables it wrote to."""
     try:
-        asyncio.run(_pg_clean(url))
+        asyncio.run(_pg_clean(url, agent))
     except Exception as exc:
         if "does not exist" in str(exc):
             return  # no table yet: nothing to clean
@@ -409,14 +472,14 @@ def _redis(url: str) -> tuple[Any, str]:
     return redis.Redis.from_url(urlunsplit(parts._replace(query=""))), prefix
 
 
-def redis_count(url: str) -> int | None:
+def redis_count(url: str, agent: str = DB_AGENT) -> int | None:
     """Tasks of the bench's agent in the Redis store's index (key names from the store)."""
     try:
         from a2a_hub.stores.redis import RedisKeys
 
         client, prefix = _redis(url)
         with client:
-            return int(client.zcard(RedisKeys(prefix, DB_AGENT).tasks))
+            return int(client.zcard(RedisKeys(prefix, agent).tasks))
     except Exception as exc:
         console.print(f"[yellow]could not count the Redis store's tasks: {exc}[/yellow]")
         return None
@@ -446,16 +509,16 @@ def store_count(target: Target) -> int | None:
     if store.startswith("sqlite"):
         return sqlite_count(store)
     if store.startswith("postgres"):
-        return pg_count(store)
+        return pg_count(store, target.agent)
     if store.startswith("redis"):
-        return redis_count(store)
+        return redis_count(store, target.agent)
     return None
 
 
 def store_clean(target: Target) -> None:
     store = target.store or ""
     if store.startswith("postgres"):
-        pg_clean(store)
+        pg_clean(store, target.agent)
     elif store.startswith("redis"):
         redis_clean(store)
 
@@ -628,7 +691,7 @@ def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_scenario(sc: Scenario, targets: dict[str, Target]) -> dict[str, Any]:
-    live = [k for k in sc.servers if targets[k].skipped is None]
+    live = [k for k in servers_of(sc) if targets[k].skipped is None]
     entry: dict[str, Any] = {
         "key": sc.key,
         "title": sc.title,
@@ -640,7 +703,7 @@ def run_scenario(sc: Scenario, targets: dict[str, Target]) -> dict[str, Any]:
         "body": sc.body,
         "expects": sc.expects,
         "servers": {},
-        "skipped": {k: targets[k].skipped for k in sc.servers if targets[k].skipped},
+        "skipped": {k: targets[k].skipped for k in servers_of(sc) if targets[k].skipped},
     }
     if not live:
         return entry
@@ -677,11 +740,15 @@ def ratios(entries: list[dict[str, Any]]) -> None:
         for key, fig in e["servers"].items():
             if not key.startswith(HUB):
                 continue
+            kind = key.removeprefix(HUB).removeprefix(BASE_TAG)  # "", "/sqlite", "/grpc", ...
             for other, name in ((SDK, "vs_sdk"), (CEILING, "vs_ceiling")):
                 # the same kind of server: a2a-sdk, or a2a-sdk/grpc beside a2a-hub/grpc
-                same = other + key.removeprefix(HUB) if base is e else other
+                same = other + kind if base is e else other
                 ref = base["servers"].get(same)
                 fig[name] = fig["rps"] / ref["rps"] if ref and ref["rps"] else None
+            twin = e["servers"].get(HUB + BASE_TAG + kind)
+            if twin is not None and twin is not fig and twin["rps"]:
+                fig["vs_base"] = fig["rps"] / twin["rps"]
 
 
 def print_table(data: dict[str, Any]) -> None:
@@ -714,6 +781,7 @@ def print_table(data: dict[str, Any]) -> None:
         ("others", "right"),
         ("hub/SDK", "right"),
         ("hub/ceiling", "right"),
+        *([("hub/base", "right")] if BASELINE is not None else []),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for e in data["scenarios"]:
@@ -734,6 +802,7 @@ def print_table(data: dict[str, Any]) -> None:
                 f"{fig['other_cpu']:.2f}",
                 f"{vs_sdk:.2f}x" if vs_sdk else "",
                 f"{vs_ceiling:.0%}" if vs_ceiling else "",
+                *([f"{fig['vs_base']:.0%}" if fig.get("vs_base") else ""] if BASELINE else []),
             )
             first = False
         for key, why in e["skipped"].items():
@@ -776,7 +845,7 @@ def main() -> int:
             "[yellow]fewer than 2 cores (or BENCH_PIN=0): servers and wrk are not pinned[/yellow]"
         )
     scenarios = [s for s in SCENARIOS if not ONLY or s.key in ONLY]
-    wanted = {k for s in scenarios for k in s.servers}
+    wanted = {k for s in scenarios for k in servers_of(s)}
     tmp = Path(tempfile.mkdtemp(prefix="a2a-hub-bench-"))
     targets = {k: t for k, t in build_targets(tmp).items() if k in wanted}
     started: list[Target] = []
@@ -846,6 +915,19 @@ def main() -> int:
         scenarios=entries,
         durability=durability,
     )
+    if BASELINE is not None:  # an A/B run: not the published figures
+        data["baseline"] = str(BASELINE)
+        (WORK / "ab.json").write_text(json.dumps(data, indent=2) + "\n")
+        print_table(data)
+        for e in entries:
+            for key, fig in e["servers"].items():
+                if fig.get("vs_base"):
+                    console.print(
+                        f"  A/B {e['key']:14} {key:16} {fig['rps']:9,.0f} req/s = "
+                        f"{fig['vs_base']:.1%} of the baseline's"
+                    )
+        console.print(f"wrote {WORK / 'ab.json'} (baseline: {BASELINE})")
+        return 0
     save_results(data)
     print_table(data)
     console.print("\n[bold]Commands[/bold]")

@@ -46,9 +46,10 @@ format: $(VENV)/.installed-dev
 	$(BIN)/ruff format src tests
 	$(BIN)/ruff check --fix src tests
 
-## bench: a2a-hub vs the official a2a-sdk 1.3 vs a bare uvicorn+Starlette ceiling, then scale
+## bench: a2a-hub vs the official a2a-sdk 1.3 (Python) vs the official @a2a-js/sdk 1.3 (Express,
+##        Node.js >= 20: npm ci in bench/js) vs a bare uvicorn+Starlette ceiling, then scale
 ##        (bench/README.md; BENCH_DURATION=5 BENCH_ROUNDS=3 by default, BENCH_SCALE=0 skips scale)
-bench: $(VENV)/.installed-dev
+bench: $(VENV)/.installed-dev bench/js/node_modules/.installed
 	@command -v wrk >/dev/null 2>&1 || { \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk \
@@ -62,6 +63,13 @@ bench: $(VENV)/.installed-dev
 	ulimit -n 65536 2>/dev/null || ulimit -n $$(ulimit -Hn); \
 	  $(BIN)/python bench/run.py && $(BIN)/python bench/scale.py && $(BIN)/python bench/push.py \
 	  && $(BIN)/python bench/ws.py && $(BIN)/python bench/overhead.py
+
+# The @a2a-js/sdk server of the bench (bench/js/server.js): the locked npm packages. Without
+# Node.js >= 20 and npm it is left out, and bench/run.py lists a2a-js as skipped.
+bench/js/node_modules/.installed: bench/js/package.json bench/js/package-lock.json
+	@{ node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 20 ? 1 : 0)' \
+	   && cd bench/js && npm ci --no-audit --no-fund --ignore-scripts && touch node_modules/.installed; } \
+	  || echo 'make bench: could not install bench/js (needs Node.js >= 20 and npm): a2a-js will be skipped'
 
 ## proto: regenerate the gRPC modules (src/a2a_hub/server/grpc/_generated) from proto/a2a.proto
 ##        with a pinned grpcio-tools in proto/.venv (its protobuf 5.29 gencode runs on protobuf >= 5.29)

@@ -226,6 +226,20 @@ def machine_info() -> dict[str, Any]:
         except (OSError, ValueError, subprocess.SubprocessError):
             return {}
 
+    def js_versions() -> dict[str, str | None]:
+        """Node.js and the npm packages bench/js/server.js runs on (from node_modules)."""
+        out: dict[str, str | None] = {"node": None}
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            res = subprocess.run(["node", "--version"], capture_output=True, text=True)
+            out["node"] = res.stdout.strip().removeprefix("v") or None
+        for name in ("@a2a-js/sdk", "express", "@grpc/grpc-js"):
+            try:
+                manifest = BENCH / "js" / "node_modules" / name / "package.json"
+                out[name] = json.loads(manifest.read_text())["version"]
+            except (OSError, ValueError, KeyError):
+                out[name] = None
+        return out
+
     stack = ["uvicorn", "starlette", "uvloop", "httptools"]
     wrk = ""
     with contextlib.suppress(OSError):
@@ -237,6 +251,7 @@ def machine_info() -> dict[str, Any]:
         "kernel": platform.release(),
         "hub_env": versions(HUB_PYTHON, ["a2a-hub", "msgspec", *stack]),
         "sdk_env": versions(SDK_PYTHON, ["a2a-sdk", "protobuf", "sse-starlette", *stack]),
+        "js_env": js_versions(),
         "wrk": wrk,
         "pinned": PINNED,
         "server_cpu": SERVER_CPU if PINNED else None,

@@ -17,8 +17,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 
-COLORS = {"a2a-hub": "#2b8a3e", "a2a-sdk": "#c92a2a", "ceiling": "#868e96"}
-ORDER = ["a2a-hub", "a2a-sdk", "ceiling"]
+COLORS = {"a2a-hub": "#2b8a3e", "a2a-sdk": "#c92a2a", "a2a-js": "#e8590c", "ceiling": "#868e96"}
+LABELS = {
+    "a2a-hub": "a2a-hub",
+    "a2a-sdk": "official a2a-sdk (Python)",
+    "a2a-js": "official @a2a-js/sdk (Express)",
+    "ceiling": "bare uvicorn+Starlette ceiling",
+}
+ALL = list(COLORS)
 
 
 def main() -> None:
@@ -27,22 +33,24 @@ def main() -> None:
     scenarios = [e for e in data.get("scenarios", []) if e["servers"]]
     by_key = {e["key"]: e for e in data.get("scenarios", [])}
     meta, settings = data.get("meta", {}), data.get("settings", {})
+    # The servers this file has figures for (a results.json from before a2a-js has none of it).
+    order = [k for k in ALL if any(s.split("/")[0] == k for e in scenarios for s in e["servers"])]
     fig, (ax_rps, ax_p99) = plt.subplots(2, 1, figsize=(13, 8.5), sharex=True)
-    width = 0.8 / len(ORDER)
+    width = 0.8 / len(order)
 
     for i, e in enumerate(scenarios):
         bars: list[tuple[str, dict[str, Any], bool]] = []
-        for kind in ORDER:
+        for kind in order:
             own = next((v for k, v in e["servers"].items() if k.split("/")[0] == kind), None)
             if own is not None:
                 bars.append((kind, own, False))
             elif e["baseline"] != e["key"]:
-                # Store rows: the SDK's and the ceiling's in-memory figures, hatched, for scale.
+                # Store rows: the SDKs' and the ceiling's in-memory figures, hatched, for scale.
                 ref = by_key.get(e["baseline"], {}).get("servers", {}).get(kind)
                 if ref is not None:
                     bars.append((kind, ref, True))
         for kind, figs, reference in bars:
-            x = i - 0.4 + width * (ORDER.index(kind) + 0.5)
+            x = i - 0.4 + width * (order.index(kind) + 0.5)
             style: dict[str, Any] = {"color": COLORS[kind]}
             if reference:
                 style.update(alpha=0.35, hatch="//")
@@ -58,29 +66,29 @@ def main() -> None:
         ax.margins(y=0.15)
     ax_p99.set_xticks(range(len(scenarios)), [e.get("short", e["title"]) for e in scenarios])
     ax_p99.tick_params(axis="x", labelsize=8)
-    handles = [Patch(color=COLORS[k]) for k in ORDER] + [
+    handles = [Patch(color=COLORS[k]) for k in order] + [
         Patch(facecolor="white", edgecolor="black", hatch="//")
     ]
     fig.legend(
         handles,
-        [
-            "a2a-hub",
-            "official a2a-sdk",
-            "bare uvicorn+Starlette ceiling",
-            "in-memory figure, for reference",
-        ],
+        [*(LABELS[k] for k in order), "in-memory figure, for reference"],
         loc="upper center",
-        bbox_to_anchor=(0.5, 0.945),
-        ncol=4,
+        bbox_to_anchor=(0.5, 0.915),
+        ncol=len(order) + 1,
         fontsize=8,
         frameon=False,
     )
     hub, sdk = meta.get("hub_env", {}), meta.get("sdk_env", {})
+    js = meta.get("js_env", {}) if "a2a-js" in order else {}
     title = (
-        f"a2a-hub {hub.get('a2a-hub')} vs a2a-sdk {sdk.get('a2a-sdk')} vs ceiling; "
-        f"{meta.get('cores')} cores, Python {hub.get('python')}; one uvicorn worker per server "
-        f"pinned to one core, wrk -c{settings.get('connections')} on the other; median of "
-        f"{settings.get('rounds')} x {settings.get('duration_s')} s"
+        f"a2a-hub {hub.get('a2a-hub')} vs a2a-sdk {sdk.get('a2a-sdk')} vs "
+        + (f"@a2a-js/sdk {js.get('@a2a-js/sdk')} vs " if js else "")
+        + f"ceiling; {meta.get('cores')} cores, Python {hub.get('python')}"
+        + (f", Node.js {js.get('node')}" if js else "")
+        + "\none uvicorn worker "
+        + ("(one Node.js process) " if js else "")
+        + f"per server pinned to one core, wrk -c{settings.get('connections')} on the other; "
+        f"median of {settings.get('rounds')} x {settings.get('duration_s')} s"
     )
     scale = data.get("scale")
     if scale:
@@ -100,7 +108,7 @@ def main() -> None:
         if parts:
             title += "\n" + "; ".join(parts)
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout(rect=(0, 0, 1, 0.925))
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(dst, dpi=110)
 
 

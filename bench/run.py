@@ -1,8 +1,11 @@
-"""`make bench`, part 1: a2a-hub vs the official a2a-sdk vs the bare-stack ceiling.
+"""`make bench`, part 1: a2a-hub vs the official a2a-sdk (Python) and @a2a-js/sdk (JavaScript)
+vs the bare-stack ceiling.
 
-Three servers doing the same echo work (Task, one artifact ``echo: <text>``, completed), each
-its own process with one uvicorn worker (uvloop + httptools, no access log) pinned to core 0
-with ``taskset``, bound to 127.0.0.1; the load generator ``wrk`` pinned to core 1, the same
+Four servers doing the same echo work (Task, one artifact ``echo: <text>``, completed), each
+its own process pinned to core 0 with ``taskset`` and bound to 127.0.0.1: one uvicorn worker
+(uvloop + httptools, no access log) for the Python ones, one Node.js process (no cluster) for
+bench/js/server.js, the JavaScript SDK's Express app (``make bench`` runs ``npm ci`` in
+bench/js); the load generator ``wrk`` pinned to core 1, the same
 connections, payloads and durations for every server.  Each scenario: a warm-up run per
 server, then BENCH_ROUNDS rounds in which every server gets one run (the order rotates from
 round to round), and the median of the rounds.
@@ -21,11 +24,12 @@ Settings (environment):
                         the same rounds, and the table gains a hub/base column; results go to
                         bench/.work/ab.json, bench/results.json is left alone
 
-The ``grpc`` scenario (SendMessage over the 1.0 gRPC binding, a2a-hub vs the SDK's own gRPC
-server) has no wrk: bench/grpc_load.py generates its load the same way (same core, the same
+The ``grpc`` scenario (SendMessage over the 1.0 gRPC binding, a2a-hub vs the SDKs' own gRPC
+servers) has no wrk: bench/grpc_load.py generates its load the same way (same core, the same
 number of concurrent callers, fresh message ids, every answer checked) and reports wrk's
-figures.  The SDK's gRPC server needs ``a2a-sdk[grpc]`` in bench/.venv-sdk (``make bench``
-installs it); without it that server is listed as skipped.
+figures.  The Python SDK's gRPC server needs ``a2a-sdk[grpc]`` in bench/.venv-sdk, the
+JavaScript one ``@grpc/grpc-js`` in bench/js (``make bench`` installs both); without them
+those servers are listed as skipped, and so are both a2a-js servers without Node.js >= 20.
 
 Writes bench/results.json and bench/results.png; logs and request bodies in bench/.work/.
 """
@@ -100,7 +104,9 @@ BASELINE = (
 )
 BASE_TAG = "@base"  # "a2a-hub@base", "a2a-hub@base/sqlite": the baseline tree's servers
 
-HUB, SDK, CEILING = "a2a-hub", "a2a-sdk", "ceiling"
+HUB, SDK, JS, CEILING = "a2a-hub", "a2a-sdk", "a2a-js", "ceiling"
+JS_DIR = BENCH / "js"  # package.json + package-lock.json; make bench runs npm ci there
+NODE = shutil.which("node")
 
 # --- request bodies (the same bytes go to every server; @MID@ is fresh per request) --------
 
@@ -148,7 +154,7 @@ SCENARIOS = [
     Scenario(
         "send",
         "SendMessage 1.0 JSON-RPC (blocking, memory)",
-        [HUB, SDK, CEILING],
+        [HUB, SDK, JS, CEILING],
         "",
         [JSON_CT, V10],
         SEND_10,
@@ -158,7 +164,7 @@ SCENARIOS = [
     Scenario(
         "send03",
         "message/send 0.3 JSON-RPC (blocking, memory)",
-        [HUB, SDK, CEILING],
+        [HUB, SDK, JS, CEILING],
         "",
         [JSON_CT, V03],
         rpc_body("message/send", {"message": MSG_03, "configuration": {"blocking": True}}),
@@ -168,7 +174,7 @@ SCENARIOS = [
     Scenario(
         "rest",
         "REST POST /message:send 1.0 (memory)",
-        [HUB, SDK, CEILING],
+        [HUB, SDK, JS, CEILING],
         "/message:send",
         [JSON_CT, V10],
         json.dumps({"message": MSG_10}, separators=(",", ":")),
@@ -178,7 +184,7 @@ SCENARIOS = [
     Scenario(
         "stream",
         "SendStreamingMessage 1.0 (SSE read to the end)",
-        [HUB, SDK, CEILING],
+        [HUB, SDK, JS, CEILING],
         "",
         [JSON_CT, V10, "Accept: text/event-stream"],
         rpc_body("SendStreamingMessage", {"message": MSG_10}),
@@ -188,7 +194,7 @@ SCENARIOS = [
     Scenario(
         "get",
         "GetTask 1.0 JSON-RPC (existing task)",
-        [HUB, SDK, CEILING],
+        [HUB, SDK, JS, CEILING],
         "",
         [JSON_CT, V10],
         rpc_body("GetTask", {"id": "@TASK@"}),
@@ -204,7 +210,7 @@ SCENARIOS = [
         SEND_10,
         ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
         baseline="send",
-        note="vs the SDK's and the ceiling's in-memory SendMessage",
+        note="vs the SDKs' and the ceiling's in-memory SendMessage",
         short="SendMessage\nSQLite store",
     ),
     Scenario(
@@ -216,7 +222,7 @@ SCENARIOS = [
         SEND_10,
         ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
         baseline="send",
-        note="vs the SDK's and the ceiling's in-memory SendMessage",
+        note="vs the SDKs' and the ceiling's in-memory SendMessage",
         short="SendMessage\nRedis store",
     ),
     Scenario(
@@ -228,13 +234,13 @@ SCENARIOS = [
         SEND_10,
         ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
         baseline="send",
-        note="vs the SDK's and the ceiling's in-memory SendMessage",
+        note="vs the SDKs' and the ceiling's in-memory SendMessage",
         short="SendMessage\nPostgreSQL store",
     ),
     Scenario(
         "grpc",
         "SendMessage 1.0 gRPC (blocking, memory)",
-        [f"{HUB}/grpc", f"{SDK}/grpc"],
+        [f"{HUB}/grpc", f"{SDK}/grpc", f"{JS}/grpc"],
         "",
         ["a2a-version: 1.0 (gRPC metadata)"],
         "lf.a2a.v1.SendMessageRequest {tenant: echo, message: {messageId, ROLE_USER, text}}",
@@ -307,6 +313,18 @@ def build_targets(tmp: Path) -> dict[str, Target]:
             PREFIX,
             "InMemoryTaskStore",
         ),
+        JS: Target(
+            Server(
+                JS,
+                [NODE or "node", str(JS_DIR / "server.js"), str(port4 := free_port())],
+                port4,
+                f"{PREFIX}/.well-known/agent-card.json",
+                env={"NODE_ENV": "production"},
+            ),
+            PREFIX,
+            "InMemoryTaskStore",
+            skipped=js_missing(),
+        ),
         CEILING: Target(
             Server(
                 CEILING,
@@ -347,10 +365,37 @@ def build_targets(tmp: Path) -> dict[str, Target]:
             "InMemoryTaskStore",
             extra={"grpc_port": sdk_grpc},
         ),
+        f"{JS}/grpc": Target(
+            Server(
+                f"{JS}/grpc",
+                [
+                    NODE or "node",
+                    str(JS_DIR / "server.js"),
+                    str(port5 := free_port()),
+                    str(js_grpc := free_port()),
+                ],
+                port5,
+                f"{PREFIX}/.well-known/agent-card.json",
+                env={"NODE_ENV": "production"},
+            ),
+            PREFIX,
+            "InMemoryTaskStore",
+            skipped=js_missing(),
+            extra={"grpc_port": js_grpc},
+        ),
     }
     if BASELINE is not None:
         targets.update(baseline_targets(tmp, BASELINE))
     return targets
+
+
+def js_missing() -> str | None:
+    """Why the JavaScript SDK's server cannot start (no node, no ``npm ci`` yet), or None."""
+    if NODE is None:
+        return "node is not installed (Node.js >= 20 runs bench/js/server.js)"
+    if not (JS_DIR / "node_modules" / "@a2a-js" / "sdk" / "package.json").exists():
+        return "bench/js/node_modules is missing (make bench runs npm ci there)"
+    return None
 
 
 def baseline_targets(tmp: Path, tree: Path) -> dict[str, Target]:
@@ -741,7 +786,7 @@ def ratios(entries: list[dict[str, Any]]) -> None:
             if not key.startswith(HUB):
                 continue
             kind = key.removeprefix(HUB).removeprefix(BASE_TAG)  # "", "/sqlite", "/grpc", ...
-            for other, name in ((SDK, "vs_sdk"), (CEILING, "vs_ceiling")):
+            for other, name in ((SDK, "vs_sdk"), (JS, "vs_js"), (CEILING, "vs_ceiling")):
                 # the same kind of server: a2a-sdk, or a2a-sdk/grpc beside a2a-hub/grpc
                 same = other + kind if base is e else other
                 ref = base["servers"].get(same)
@@ -753,7 +798,7 @@ def ratios(entries: list[dict[str, Any]]) -> None:
 
 def print_table(data: dict[str, Any]) -> None:
     meta = data["meta"]
-    hub, sdk = meta["hub_env"], meta["sdk_env"]
+    hub, sdk, js = meta["hub_env"], meta["sdk_env"], meta.get("js_env", {})
     pinning = (
         f"servers on core {meta['server_cpu']}, wrk on core {meta['client_cpu']}"
         if meta["pinned"]
@@ -763,7 +808,9 @@ def print_table(data: dict[str, Any]) -> None:
     title = (
         f"{meta['cores']} cores ({meta['cpu']}), Python {hub.get('python')}, "
         f"a2a-hub {hub.get('a2a-hub')}, a2a-sdk {sdk.get('a2a-sdk')}, "
-        f"uvicorn {hub.get('uvicorn')}, starlette {hub.get('starlette')}\n"
+        f"uvicorn {hub.get('uvicorn')}, starlette {hub.get('starlette')}, "
+        f"@a2a-js/sdk {js.get('@a2a-js/sdk')} on express {js.get('express')}, "
+        f"Node.js {js.get('node')}\n"
         f"{pinning}; wrk -t{s['threads']} -c{s['connections']}, warm-up {s['warmup_s']:g} s, "
         f"{s['rounds']} x {s['duration_s']:g} s rounds, median"
     )
@@ -780,6 +827,7 @@ def print_table(data: dict[str, Any]) -> None:
         ("wrk CPU", "right"),
         ("others", "right"),
         ("hub/SDK", "right"),
+        ("hub/JS", "right"),
         ("hub/ceiling", "right"),
         *([("hub/base", "right")] if BASELINE is not None else []),
     ):
@@ -787,7 +835,8 @@ def print_table(data: dict[str, Any]) -> None:
     for e in data["scenarios"]:
         first = True
         for key, fig in e["servers"].items():
-            vs_sdk, vs_ceiling = fig.get("vs_sdk"), fig.get("vs_ceiling")
+            vs_sdk, vs_js = fig.get("vs_sdk"), fig.get("vs_js")
+            vs_ceiling = fig.get("vs_ceiling")
             errors = str(fig["errors"])
             table.add_row(
                 e["title"] if first else "",
@@ -801,6 +850,7 @@ def print_table(data: dict[str, Any]) -> None:
                 f"{fig['client_cpu']:.0%}",
                 f"{fig['other_cpu']:.2f}",
                 f"{vs_sdk:.2f}x" if vs_sdk else "",
+                f"{vs_js:.2f}x" if vs_js else "",
                 f"{vs_ceiling:.0%}" if vs_ceiling else "",
                 *([f"{fig['vs_base']:.0%}" if fig.get("vs_base") else ""] if BASELINE else []),
             )
@@ -817,8 +867,8 @@ def print_table(data: dict[str, Any]) -> None:
         "response, headers included (the same work gives about the same size); srv CPU: the server "
         "process (100% = one core); wrk CPU: the load generator; others: CPU used meanwhile "
         "by every other process, in cores (the database server in the store rows; anything "
-        "else is outside load that skews the figures); hub/SDK: req/s ratio; hub/ceiling: "
-        "share of the ceiling's req/s."
+        "else is outside load that skews the figures); hub/SDK, hub/JS: req/s ratio to the "
+        "Python and the JavaScript SDK; hub/ceiling: share of the ceiling's req/s."
     )
     for e in data["scenarios"]:
         if e.get("note") and e["servers"]:
@@ -854,6 +904,9 @@ def main() -> int:
     try:
         for key, t in targets.items():
             store_clean(t)  # what an earlier, interrupted run may have left
+            if t.skipped is not None:  # known before trying (the JS server's node_modules)
+                console.print(f"[yellow]{key} skipped: {t.skipped}[/yellow]")
+                continue
             why = t.server.start()
             if why is not None:
                 t.skipped = f"{t.store or key}: server did not start: {why}"

@@ -26,7 +26,7 @@ from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from a2a_hub.stores.sql.schema import create_table
+from a2a_hub.stores.sql.database import create_table
 
 __all__ = [
     "REGISTRY_SCHEMA_VERSION",

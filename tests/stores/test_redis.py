@@ -322,11 +322,11 @@ async def test_equal_updated_at_pages_by_task_id(
     open_redis: OpenRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = await open_redis()
-    monkeypatch.setattr("a2a_hub.stores.redis.store.now", lambda: 1_700_000_000.25)
+    monkeypatch.setattr("a2a_hub.stores.redis.tasks.now", lambda: 1_700_000_000.25)
     for i in range(7):
         state = TaskState.WORKING if i % 2 else TaskState.SUBMITTED
         await store.save_task("agent", make_task(f"t{i}", context_id="ctx", state=state))
-    monkeypatch.setattr("a2a_hub.stores.redis.store.now", lambda: 1_600_000_000.5)
+    monkeypatch.setattr("a2a_hub.stores.redis.tasks.now", lambda: 1_600_000_000.5)
     await store.save_task("agent", make_task("older", context_id="ctx", state=TaskState.WORKING))
 
     async def walk(query: TaskQuery) -> list[str]:

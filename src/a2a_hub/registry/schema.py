@@ -7,8 +7,6 @@ registry keeps its own version row (``a2a_reg_meta``, name ``schema``).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from sqlalchemy import (
     Column,
     Double,
@@ -19,16 +17,14 @@ from sqlalchemy import (
     String,
     Table,
     select,
-    text,
     update,
 )
-from sqlalchemy.dialects import postgresql as pg_dialect
-from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from a2a_hub.stores.sql.schema import create_table
+from a2a_hub.stores.sql.database import Step, VersionedSchema, create_table, dialect_insert
 
 __all__ = [
+    "REGISTRY_SCHEMA",
     "REGISTRY_SCHEMA_VERSION",
     "agents",
     "api_keys",
@@ -130,38 +126,48 @@ _TABLES = (api_keys, agents, conversations, messages, mcp_servers)
 
 
 # Upgrades, keyed by the version they produce; each runs inside the setup transaction.
-_MIGRATIONS: dict[int, Callable[[AsyncConnection], Awaitable[None]]] = {}
+_MIGRATIONS: dict[int, Step] = {}
+
+
+async def _read_version(conn: AsyncConnection) -> int | None:
+    await create_table(conn, meta)
+    found = (
+        await conn.execute(select(meta.c.value).where(meta.c.name == "schema"))
+    ).scalar_one_or_none()
+    return None if found is None else int(found)
+
+
+async def _create(conn: AsyncConnection) -> None:
+    """The current tables in a database without them, and the meta rows."""
+    for table in _TABLES:
+        await create_table(conn, table)
+    rows = [
+        {"name": "schema", "value": str(REGISTRY_SCHEMA_VERSION), "number": 0},
+        {"name": "agents", "value": "", "number": 0},
+        {"name": "keys", "value": "", "number": 0},
+    ]
+    insert = dialect_insert(conn.dialect.name)
+    await conn.execute(insert(meta).values(rows).on_conflict_do_nothing())
+
+
+async def _write_version(conn: AsyncConnection, version: int) -> None:
+    await conn.execute(update(meta).where(meta.c.name == "schema").values(value=str(version)))
+
+
+#: The registry's schema: its tables, version row (``schema`` in ``a2a_reg_meta``),
+#: migrations; set up by the runner the task store uses too.
+REGISTRY_SCHEMA = VersionedSchema(
+    what="Registry",
+    version=REGISTRY_SCHEMA_VERSION,
+    lock=_PG_SCHEMA_LOCK,
+    read_version=_read_version,
+    create=_create,
+    write_version=_write_version,
+    migrations=_MIGRATIONS,
+)
 
 
 async def setup_registry_schema(conn: AsyncConnection, safe_url: str) -> None:
     """Create the registry's tables, or upgrade older ones (in ``conn``'s transaction);
     refuse a schema newer than this code."""
-    dialect = conn.dialect.name
-    if dialect == "postgresql":
-        await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_SCHEMA_LOCK})
-    await create_table(conn, meta)
-    found_text = (
-        await conn.execute(select(meta.c.value).where(meta.c.name == "schema"))
-    ).scalar_one_or_none()
-    found = None if found_text is None else int(found_text)
-    insert = pg_dialect.insert if dialect == "postgresql" else sqlite_dialect.insert
-    if found is None:
-        for table in _TABLES:
-            await create_table(conn, table)
-        rows = [
-            {"name": "schema", "value": str(REGISTRY_SCHEMA_VERSION), "number": 0},
-            {"name": "agents", "value": "", "number": 0},
-            {"name": "keys", "value": "", "number": 0},
-        ]
-        await conn.execute(insert(meta).values(rows).on_conflict_do_nothing())
-    elif found > REGISTRY_SCHEMA_VERSION:
-        raise RuntimeError(
-            f"Registry {safe_url} has schema version {found}, newer than this a2a-hub "
-            f"understands ({REGISTRY_SCHEMA_VERSION}); upgrade a2a-hub"
-        )
-    elif found < REGISTRY_SCHEMA_VERSION:
-        for version in range(found + 1, REGISTRY_SCHEMA_VERSION + 1):
-            await _MIGRATIONS[version](conn)
-        await conn.execute(
-            update(meta).where(meta.c.name == "schema").values(value=str(REGISTRY_SCHEMA_VERSION))
-        )
+    await REGISTRY_SCHEMA.setup(conn, safe_url)

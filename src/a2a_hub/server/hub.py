@@ -158,7 +158,7 @@ class Hub:
         auth = settings.auth
         if auth.registry or auth.require_keys or any(s.auth for s in settings.agents):
             url = registry_url(auth.registry, settings.store.url)
-            self.registry = Registry(url, secret=auth.secret)
+            self.registry = Registry(url, secret=auth.secret, store=self.store)
             self.authenticator = Authenticator(self.registry, cache_seconds=auth.cache_seconds)
         #: Per agent, the recorder of its conversations (with a registry, once started).
         self.recorders: dict[str, ConversationRecorder] = {}

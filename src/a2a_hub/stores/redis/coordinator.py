@@ -29,7 +29,7 @@ from redis import exceptions as redis_exc
 from a2a_hub.protocol.errors import StoreUnavailableError
 from a2a_hub.stores.coordinator import Coordinator, Signal
 from a2a_hub.stores.redis import scripts
-from a2a_hub.stores.redis.keys import ClusterKeys, RedisKeys
+from a2a_hub.stores.redis.keyspace import ClusterKeys, RedisKeys
 from a2a_hub.stores.redis.scripts import LuaScript
 
 __all__ = ["RedisCoordinator"]

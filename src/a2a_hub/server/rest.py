@@ -37,7 +37,7 @@ from a2a_hub.server.errors import error_body, guarded
 from a2a_hub.server.extensions import activate_for_request
 from a2a_hub.server.http import a2a_version, agent_of, hub_of, is_json, read_body
 from a2a_hub.server.hub import HostedAgent, Hub
-from a2a_hub.server.jsonrpc import SERVED_VERSIONS
+from a2a_hub.server.scope import SERVED_VERSIONS
 from a2a_hub.server.sse import SseReply, encoded_event, sse_response
 from a2a_hub.stores.base import TaskEvent
 

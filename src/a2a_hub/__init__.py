@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from a2a_hub._version import __version__ as __version__
+
 if TYPE_CHECKING:
     from a2a_hub.engine import AgentExecutor, RequestContext, TaskUpdater, text_of
     from a2a_hub.protocol import errors, types
@@ -43,8 +45,6 @@ __all__ = [
     "text_of",
     "types",
 ]
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:

@@ -8,6 +8,7 @@ the status codes, the ``ErrorInfo`` details and the service parameters in metada
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -42,6 +43,7 @@ from google.rpc import error_details_pb2, status_pb2
 
 from a2a_hub import AgentSpec, Hub, Settings
 from a2a_hub.protocol.types import AgentExtension
+from a2a_hub.server.grpc import convert
 from a2a_hub.stores.memory import MemoryStore
 from tests.support.agents import ChattyExecutor, ExtensionAware, PizzaExecutor, SlowExecutor
 from tests.support.hub import LiveServer
@@ -459,6 +461,48 @@ async def test_extended_card_is_refused_when_none_is_configured(stub: Any) -> No
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.GetExtendedAgentCard(GetExtendedAgentCardRequest(tenant="echo"))
     assert error_of(caught.value)[1].reason == "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
+
+
+async def test_an_unexpected_error_is_internal_and_logged_once(
+    stub: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The binding's catch-all: a bug answers INTERNAL with its ErrorInfo, in a unary call
+    and in a stream after its first event, and its traceback is logged once."""
+    sent = await stub.SendMessage(SendMessageRequest(tenant="echo", message=user("x")))
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(convert, "task_to_pb", broken)
+    with (
+        caplog.at_level(logging.ERROR, logger="a2a_hub.server"),
+        pytest.raises(grpc.aio.AioRpcError) as caught,
+    ):
+        await stub.GetTask(GetTaskRequest(tenant="echo", id=sent.task.id))
+    code, info = error_of(caught.value)
+    assert code == grpc.StatusCode.INTERNAL and info.reason == "INTERNAL_ERROR"
+    assert "a bug" not in caught.value.details()
+    logged = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert [r.getMessage() for r in logged] == ["gRPC GetTask: internal error"]
+    assert logged[0].exc_info is not None
+
+    caplog.clear()
+    monkeypatch.setattr(convert, "stream_response", broken)
+    with (
+        caplog.at_level(logging.ERROR, logger="a2a_hub.server"),
+        pytest.raises(grpc.aio.AioRpcError) as caught,
+    ):
+        async for _ in stub.SubscribeToTask(
+            SubscribeToTaskRequest(tenant="echo", id=sent.task.id),
+            metadata=[("last-event-id", "1")],
+        ):
+            pass
+    code, info = error_of(caught.value)
+    assert code == grpc.StatusCode.INTERNAL and info.reason == "INTERNAL_ERROR"
+    logged = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert [r.getMessage() for r in logged] == [
+        f"gRPC SubscribeToTask of task {sent.task.id}: internal error"
+    ]
 
 
 async def test_subscribe_replays_after_last_event_id(stub: Any) -> None:

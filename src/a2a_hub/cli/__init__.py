@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from a2a_hub._version import __version__
 from a2a_hub.cli import admin, client
 from a2a_hub.cli._options import Command, Group, env_only_help
 from a2a_hub.cli.keys import agents_app, keys_app
@@ -42,8 +43,6 @@ def _version() -> str:
     try:
         return version("a2a-hub")
     except PackageNotFoundError:  # running from a source tree
-        from a2a_hub import __version__
-
         return __version__
 
 

@@ -91,7 +91,7 @@ def _run(work: Callable[[], Coroutine[Any, Any, None]]) -> None:
 
 
 @dataclass(frozen=True)
-class Connection:
+class ClientOptions:
     """How a command reaches the agent: the options every agent command shares."""
 
     transport: str | None = None
@@ -120,7 +120,7 @@ class Connection:
         _run(work)
 
 
-_CONNECTION_OPTIONS: dict[str, Any] = {
+_CLIENT_OPTIONS: dict[str, Any] = {
     "transport": Transport,
     "api_key": ApiKey,
     "bearer": Bearer,
@@ -128,25 +128,25 @@ _CONNECTION_OPTIONS: dict[str, Any] = {
 }
 
 
-def _connected(command: Callable[..., None]) -> Callable[..., None]:
+def _with_client_options(command: Callable[..., None]) -> Callable[..., None]:
     """``command`` with the options --transport, --api-key, --bearer and --header after its
-    own, which reach it as one :class:`Connection` in its parameter ``conn``."""
+    own, which reach it as one :class:`ClientOptions` in its parameter ``options``."""
     signature = inspect.signature(command, eval_str=True)
-    own = [p for p in signature.parameters.values() if p.name != "conn"]
+    own = [p for p in signature.parameters.values() if p.name != "options"]
     shared = [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kind)
-        for name, kind in _CONNECTION_OPTIONS.items()
+        for name, kind in _CLIENT_OPTIONS.items()
     ]
 
     @functools.wraps(command)
-    def with_connection(**values: Any) -> None:
-        conn = Connection(**{name: values.pop(name) for name in _CONNECTION_OPTIONS})
-        command(conn=conn, **values)
+    def with_options(**values: Any) -> None:
+        options = ClientOptions(**{name: values.pop(name) for name in _CLIENT_OPTIONS})
+        command(options=options, **values)
 
-    del with_connection.__wrapped__  # typer must read the signature below, not command's
-    with_connection.__signature__ = signature.replace(parameters=own + shared)  # type: ignore[attr-defined]
-    with_connection.__annotations__ = {p.name: p.annotation for p in own + shared}
-    return with_connection
+    del with_options.__wrapped__  # typer must read the signature below, not command's
+    with_options.__signature__ = signature.replace(parameters=own + shared)  # type: ignore[attr-defined]
+    with_options.__annotations__ = {p.name: p.annotation for p in own + shared}
+    return with_options
 
 
 def card(
@@ -171,7 +171,7 @@ def card(
     _run(work)
 
 
-@_connected
+@_with_client_options
 def send(
     url: Url,
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The message to send.")],
@@ -186,7 +186,7 @@ def send(
     ] = None,
     as_json: AsJson = False,
     *,
-    conn: Connection,
+    options: ClientOptions,
 ) -> None:
     """Send TEXT to the agent at URL and show the answer.
 
@@ -209,7 +209,7 @@ def send(
         if isinstance(result, Task):
             state = result.status.state.label
 
-    conn.run(url, use)
+    options.run(url, use)
     raise typer.Exit(TASK_EXIT_CODES.get(state or "", 0))
 
 
@@ -238,7 +238,7 @@ def chat(
     # The prompt is read in the main thread, outside the event loop, so that Ctrl+C
     # stops it at once; one loop (asyncio.Runner) serves every turn and the connection.
     with _reported(), asyncio.Runner() as loop:
-        client = loop.run(Connection(transport, api_key, bearer, header).connect(url))
+        client = loop.run(ClientOptions(transport, api_key, bearer, header).connect(url))
         try:
             console.print(
                 f"Talking to [bold]{escape(client.card.name)}[/bold] over "
@@ -344,14 +344,14 @@ async def _ws_chat(url: str, api_key: str | None, headers: dict[str, str]) -> No
 
 
 @tasks_app.command("get", cls=Command)
-@_connected
+@_with_client_options
 def tasks_get(
     url: Url,
     task_id: TaskId,
     history: Annotated[int | None, typer.Option(metavar="N", help="At most N messages.")] = None,
     as_json: AsJson = False,
     *,
-    conn: Connection,
+    options: ClientOptions,
 ) -> None:
     """Show one task."""
     from a2a_hub._render import print_result
@@ -360,11 +360,11 @@ def tasks_get(
         found = await client.get_task(task_id, history)
         show(found, as_json, lambda: print_result(console, found))
 
-    conn.run(url, use)
+    options.run(url, use)
 
 
 @tasks_app.command("list", cls=Command)
-@_connected
+@_with_client_options
 def tasks_list(
     url: Url,
     context: Annotated[
@@ -382,7 +382,7 @@ def tasks_list(
     ] = None,
     as_json: AsJson = False,
     *,
-    conn: Connection,
+    options: ClientOptions,
 ) -> None:
     """List tasks, newest first."""
     from a2a_hub._render import print_tasks
@@ -408,17 +408,17 @@ def tasks_list(
             lambda: print_tasks(console, page.tasks, page.next_page_token, page.total_size),
         )
 
-    conn.run(url, use)
+    options.run(url, use)
 
 
 @tasks_app.command("cancel", cls=Command)
-@_connected
+@_with_client_options
 def tasks_cancel(
     url: Url,
     task_id: TaskId,
     as_json: AsJson = False,
     *,
-    conn: Connection,
+    options: ClientOptions,
 ) -> None:
     """Cancel a task."""
     from a2a_hub._render import print_result
@@ -427,11 +427,11 @@ def tasks_cancel(
         canceled = await client.cancel_task(task_id)
         show(canceled, as_json, lambda: print_result(console, canceled))
 
-    conn.run(url, use)
+    options.run(url, use)
 
 
 @tasks_app.command("subscribe", cls=Command)
-@_connected
+@_with_client_options
 def tasks_subscribe(
     url: Url,
     task_id: TaskId,
@@ -440,14 +440,14 @@ def tasks_subscribe(
     ] = None,
     as_json: AsJson = False,
     *,
-    conn: Connection,
+    options: ClientOptions,
 ) -> None:
     """Follow a task's events until it settles."""
 
     async def use(client: A2AClient) -> None:
         await follow(client.subscribe(task_id, last_event_id), as_json)
 
-    conn.run(url, use)
+    options.run(url, use)
 
 
 push_app = typer.Typer(
@@ -476,7 +476,7 @@ def _show_configs(configs: list[Any], as_json: bool) -> None:
 
 
 @push_app.command("set", cls=Command)
-@_connected
+@_with_client_options
 def push_set(
     url: Url,
     task_id: TaskId,
@@ -497,7 +497,7 @@ def push_set(
     ] = None,
     as_json: AsJson = False,
     *,
-    conn: Connection,
+    options: ClientOptions,
 ) -> None:
     """Register a webhook for a task's updates."""
     from a2a_hub.protocol.types import AuthenticationInfo, TaskPushNotificationConfig
@@ -513,52 +513,52 @@ def push_set(
     async def use(client: A2AClient) -> None:
         _show_configs([await client.create_push_config(config)], as_json)
 
-    conn.run(url, use)
+    options.run(url, use)
 
 
 @push_app.command("get", cls=Command)
-@_connected
+@_with_client_options
 def push_get(
     url: Url,
     task_id: TaskId,
     config_id: ConfigId,
     as_json: AsJson = False,
     *,
-    conn: Connection,
+    options: ClientOptions,
 ) -> None:
     """Show one push notification config (credentials masked)."""
 
     async def use(client: A2AClient) -> None:
         _show_configs([await client.get_push_config(task_id, config_id)], as_json)
 
-    conn.run(url, use)
+    options.run(url, use)
 
 
 @push_app.command("list", cls=Command)
-@_connected
+@_with_client_options
 def push_list(
     url: Url,
     task_id: TaskId,
     as_json: AsJson = False,
     *,
-    conn: Connection,
+    options: ClientOptions,
 ) -> None:
     """List a task's push notification configs (credentials masked)."""
 
     async def use(client: A2AClient) -> None:
         _show_configs(await client.list_push_configs(task_id), as_json)
 
-    conn.run(url, use)
+    options.run(url, use)
 
 
 @push_app.command("delete", cls=Command)
-@_connected
+@_with_client_options
 def push_delete(
     url: Url,
     task_id: TaskId,
     config_id: ConfigId,
     *,
-    conn: Connection,
+    options: ClientOptions,
 ) -> None:
     """Delete a push notification config."""
 
@@ -566,4 +566,4 @@ def push_delete(
         await client.delete_push_config(task_id, config_id)
         console.print(f"deleted {escape(config_id)}")
 
-    conn.run(url, use)
+    options.run(url, use)

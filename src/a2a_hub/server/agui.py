@@ -47,7 +47,7 @@ from a2a_hub.protocol.types import (
     TaskState,
 )
 from a2a_hub.server.caller import caller_of
-from a2a_hub.server.errors import guarded, protocol_error
+from a2a_hub.server.errors import protocol_endpoint, protocol_error
 from a2a_hub.server.http import agent_of, hub_of, read_body
 from a2a_hub.server.hub import HostedAgent
 from a2a_hub.server.sse import SSE_HEADERS
@@ -187,7 +187,7 @@ def _text(content: Any) -> str:
     return ""
 
 
-@guarded
+@protocol_endpoint
 async def ag_ui_run(request: Request) -> Response:
     """``POST …/ag-ui``: one run of the agent, streamed as AG-UI events."""
     hub = hub_of(request)

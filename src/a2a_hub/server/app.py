@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import msgspec
 from starlette._utils import get_route_path
@@ -64,7 +65,7 @@ from a2a_hub.server.hosts import TrustedHostMiddleware, cors_middleware, trusted
 from a2a_hub.server.http import base_url, hub_of
 from a2a_hub.server.hub import Hub
 from a2a_hub.server.jsonrpc import rpc
-from a2a_hub.server.metrics import MetricsMiddleware, metrics_endpoint
+from a2a_hub.server.metrics import MetricsMiddleware, RouteLabels, metrics_endpoint
 from a2a_hub.server.retention import Retention
 from a2a_hub.server.shutdown import Drain
 from a2a_hub.server.tracing import TracingMiddleware
@@ -140,6 +141,24 @@ AGENT_ROUTES: list[BaseRoute] = [
     Route("/ag-ui", ag_ui_run, methods=["POST"]),
     Route("/chat/{asset}", chat_asset, methods=["GET"]),
 ]
+
+
+def _route_labels(routes: Sequence[BaseRoute]) -> RouteLabels:
+    """The request metrics' labels of the agent routes: endpoint -> (template, binding)."""
+    found: dict[Any, tuple[str, str]] = {}
+    for route in routes:
+        endpoint = getattr(route, "endpoint", None)
+        path = getattr(route, "path", "")
+        if endpoint is None or endpoint in found:
+            continue
+        if endpoint is rpc:
+            binding = "jsonrpc"
+        elif getattr(endpoint, "__module__", "") == rest.__name__:
+            binding = "rest"
+        else:
+            binding = "card"
+        found[endpoint] = (path, binding)
+    return found
 
 
 def _router(routes: Sequence[BaseRoute]) -> Router:
@@ -291,7 +310,12 @@ def create_app(
         routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))
     routes.append(AgentMount("", AGENT_ROUTES, middleware=middleware, claim_unknown=False))
     outer = [
-        Middleware(MetricsMiddleware, record=server.metrics, log_format=server.access_log),
+        Middleware(
+            MetricsMiddleware,
+            agent_routes=_route_labels(AGENT_ROUTES),
+            record=server.metrics,
+            log_format=server.access_log,
+        ),
         Middleware(
             TrustedHostMiddleware,
             hosts=trusted_hosts(server),

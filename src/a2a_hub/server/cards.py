@@ -37,7 +37,7 @@ from a2a_hub.protocol.types import (
     SecurityScheme,
     StringList,
 )
-from a2a_hub.server.errors import JSON, guarded
+from a2a_hub.server.errors import JSON, protocol_endpoint
 from a2a_hub.server.http import agent_of, base_url, hub_of
 from a2a_hub.server.hub import HostedAgent
 
@@ -264,20 +264,20 @@ async def _serve(request: Request, legacy: bool) -> Response:
     return Response(body, media_type=JSON, headers=headers)
 
 
-@guarded
+@protocol_endpoint
 async def agent_card(request: Request) -> Response:
     """``GET /.well-known/agent-card.json``: the 1.0 card (``If-None-Match`` and
     ``If-Modified-Since`` honoured)."""
     return await _serve(request, legacy=False)
 
 
-@guarded
+@protocol_endpoint
 async def legacy_agent_card(request: Request) -> Response:
     """``GET /.well-known/agent.json``: the 0.1 card."""
     return await _serve(request, legacy=True)
 
 
-@guarded
+@protocol_endpoint
 async def jwks(request: Request) -> Response:
     """``GET /.well-known/jwks.json`` (also under an agent's URL): the public keys that
     sign push notifications."""

@@ -12,7 +12,7 @@ from importlib import resources
 from starlette.requests import Request
 from starlette.responses import Response
 
-from a2a_hub.server.errors import guarded
+from a2a_hub.server.errors import protocol_endpoint
 from a2a_hub.server.http import agent_of, hub_of
 
 __all__ = ["chat_asset", "chat_page"]
@@ -34,14 +34,14 @@ def _read(name: str) -> bytes:
     return data
 
 
-@guarded
+@protocol_endpoint
 async def chat_page(request: Request) -> Response:
     """``GET …/chat``: the page (404 as a protocol error when the agent is not hosted)."""
     agent_of(request, hub_of(request))
     return Response(_read("chat.html"), media_type="text/html; charset=utf-8", headers=_HEADERS)
 
 
-@guarded
+@protocol_endpoint
 async def chat_asset(request: Request) -> Response:
     """``GET …/chat/chat.css`` and ``…/chat/chat.js``."""
     name = request.path_params["asset"]

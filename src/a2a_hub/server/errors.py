@@ -6,6 +6,13 @@ an SSE ``event: error``).  Anything else that escapes a handler is a bug on our
 side: :func:`protocol_error` is the one place that turns it into an
 :class:`InternalError`, logging its traceback once, so that the client gets a
 protocol error and a JSON body, never a traceback or a bare 500.
+
+Each binding catches in one place and goes through :func:`protocol_error`: JSON-RPC in
+:func:`~a2a_hub.server.jsonrpc.rpc`; the HTTP+JSON endpoints (REST, cards, the chat page,
+AG-UI until its stream starts) through :func:`protocol_endpoint`; an SSE stream once started
+in :mod:`~a2a_hub.server.sse`; a WebSocket in
+:meth:`~a2a_hub.server.ws.Connection.report`; an AG-UI stream in its event generator;
+gRPC in the servicer's decorators (:mod:`a2a_hub.server.grpc.servicer`).
 """
 
 from __future__ import annotations
@@ -42,8 +49,8 @@ __all__ = [
     "error_body",
     "error_info",
     "error_reply",
-    "guarded",
     "http_exception",
+    "protocol_endpoint",
     "protocol_error",
     "refuse",
     "rest_error",
@@ -88,17 +95,18 @@ def protocol_error(exc: Exception, where: str) -> A2AError:
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
-def guarded(endpoint: Endpoint) -> Endpoint:
-    """``endpoint``, answering the HTTP+JSON error of anything it raises (REST routes, cards)."""
+def protocol_endpoint(endpoint: Endpoint) -> Endpoint:
+    """``endpoint``, answering the HTTP+JSON error of anything it raises (REST routes, cards):
+    the catch-all of the HTTP+JSON endpoints."""
 
     @functools.wraps(endpoint)
-    async def guarded_endpoint(request: Request) -> Response:
+    async def answering(request: Request) -> Response:
         try:
             return await endpoint(request)
         except Exception as exc:
             return rest_error(protocol_error(exc, f"{request.method} {request.url.path}"))
 
-    return guarded_endpoint
+    return answering
 
 
 def error_info(err: A2AError) -> dict[str, Any]:

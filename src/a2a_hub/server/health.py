@@ -20,8 +20,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from a2a_hub._logging import redact
+from a2a_hub._version import __version__
 from a2a_hub.server.errors import JSON
 from a2a_hub.server.http import hub_of
+from a2a_hub.server.scope import A2A_VERSIONS
 
 __all__ = ["READY_TIMEOUT", "healthz", "readyz", "version"]
 
@@ -74,12 +76,10 @@ async def readyz(request: Request) -> Response:
 
 async def version(request: Request) -> Response:
     """``GET /version``: the a2a-hub version, the A2A versions served, Python's version."""
-    from a2a_hub import __version__
-
     body = {
         "name": "a2a-hub",
         "version": __version__,
-        "a2aVersions": ["1.0", "0.3", "0.2", "0.1"],
+        "a2aVersions": list(A2A_VERSIONS),
         "python": platform.python_version(),
         "implementation": sys.implementation.name,
     }

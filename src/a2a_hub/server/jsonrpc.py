@@ -51,13 +51,11 @@ from a2a_hub.server.errors import JSON, WWW_AUTHENTICATE, encode_error, protocol
 from a2a_hub.server.extensions import activate_for_request
 from a2a_hub.server.http import a2a_version, agent_of, hub_of, is_json, read_body
 from a2a_hub.server.hub import HostedAgent
-from a2a_hub.server.metrics import VERSION_KEY
+from a2a_hub.server.scope import SERVED_VERSIONS, VERSION_KEY
 from a2a_hub.server.sse import SseReply, encoded_event, sse_response
 from a2a_hub.stores.base import TaskEvent
 
-__all__ = ["SERVED_VERSIONS", "Call", "check_content_type", "resolve_family", "rpc"]
-
-SERVED_VERSIONS = "1.0 and 0.3 (also 0.2), plus the 0.1 legacy methods"
+__all__ = ["Call", "check_content_type", "resolve_family", "rpc"]
 
 
 @dataclass(slots=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
@@ -22,47 +23,36 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from a2a_hub import metrics
+from a2a_hub.server.scope import STREAM_KEY, VERSION_KEY
 
-__all__ = ["STREAM_KEY", "VERSION_KEY", "MetricsMiddleware", "metrics_endpoint"]
+__all__ = ["MetricsMiddleware", "RouteLabels", "metrics_endpoint"]
 
-#: Scope key where a binding records the A2A version it served the request in.
-VERSION_KEY = "a2a_hub.version"
-#: Scope key set by a streaming response: the request histogram skips it.
-STREAM_KEY = "a2a_hub.stream"
+#: Endpoint of an agent route -> (its template relative to the agent, its binding).
+RouteLabels = Mapping[Any, tuple[str, str]]
 
 access_log = logging.getLogger("a2a_hub.access")
 
 
-def _templates() -> dict[Any, tuple[str, str]]:
-    """Endpoint -> (route template relative to the agent, binding)."""
-    from a2a_hub.server import rest
-    from a2a_hub.server.app import AGENT_ROUTES
-    from a2a_hub.server.jsonrpc import rpc
-
-    found: dict[Any, tuple[str, str]] = {}
-    for route in AGENT_ROUTES:
-        endpoint = getattr(route, "endpoint", None)
-        path = getattr(route, "path", "")
-        if endpoint is None or endpoint in found:
-            continue
-        if endpoint is rpc:
-            binding = "jsonrpc"
-        elif getattr(endpoint, "__module__", "") == rest.__name__:
-            binding = "rest"
-        else:
-            binding = "card"
-        found[endpoint] = (path, binding)
-    return found
-
-
 class MetricsMiddleware:
-    """Times each HTTP request into the request histogram and writes the access log."""
+    """Times each HTTP request into the request histogram and writes the access log.
 
-    def __init__(self, app: ASGIApp, *, record: bool = True, log_format: str = "off") -> None:
+    ``agent_routes`` labels the requests reaching an agent's endpoints (given by the app,
+    which knows its routes); any other request is labelled by its own route, binding
+    ``other``.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        agent_routes: RouteLabels,
+        record: bool = True,
+        log_format: str = "off",
+    ) -> None:
         self.app = app
         self.record = record
         self.log_format = log_format
-        self._templates: dict[Any, tuple[str, str]] | None = None
+        self._templates = agent_routes
         self._routes: dict[tuple[Any, bool, bool], tuple[str, str]] = {}
         self._active = record or log_format != "off"
 
@@ -102,10 +92,7 @@ class MetricsMiddleware:
         self, scope: Scope, endpoint: Any, under_agent: bool, config: bool
     ) -> tuple[str, str]:
         """The route template and binding of requests reaching ``endpoint``."""
-        templates = self._templates
-        if templates is None:
-            templates = self._templates = _templates()
-        known = templates.get(endpoint)
+        known = self._templates.get(endpoint)
         if known is None:
             return _plain_route(scope), "other"
         path, binding = known

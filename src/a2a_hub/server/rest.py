@@ -3,7 +3,8 @@
 Each endpoint serves the agent of its route (``/a2a/{agent_id}/…`` or the root
 alias) for the caller :class:`~a2a_hub.server.caller.CallerMiddleware` found.
 Errors use the spec's body: ``{"error": {"code", "status", "message", "details": [ErrorInfo]}}``
-(:func:`a2a_hub.server.errors.error_body`), answered by :func:`~a2a_hub.server.errors.guarded`.
+(:func:`a2a_hub.server.errors.error_body`), answered by the binding's catch-all,
+:func:`~a2a_hub.server.errors.protocol_endpoint`.
 Bodies and query parameters may use the proto field names (``history_length``) as well as
 camelCase; sends activate the extensions the request asks for (``A2A-Extensions``).
 """
@@ -33,11 +34,11 @@ from a2a_hub.protocol.types import (
     TaskState,
 )
 from a2a_hub.server.caller import caller_of
-from a2a_hub.server.errors import error_body, guarded
+from a2a_hub.server.errors import error_body, protocol_endpoint
 from a2a_hub.server.extensions import activate_for_request
 from a2a_hub.server.http import a2a_version, agent_of, hub_of, is_json, read_body
 from a2a_hub.server.hub import HostedAgent, Hub
-from a2a_hub.server.jsonrpc import SERVED_VERSIONS
+from a2a_hub.server.scope import SERVED_VERSIONS
 from a2a_hub.server.sse import SseReply, encoded_event, sse_response
 from a2a_hub.stores.base import TaskEvent
 
@@ -158,7 +159,7 @@ def _stream(hub: Hub, stream: TaskStream) -> Response:
     return sse_response(SseReply(stream, event, error_body), hub.settings.server.sse_heartbeat)
 
 
-@guarded
+@protocol_endpoint
 async def send_message(request: Request) -> Response:
     """``POST /message:send``."""
     hub, agent = _target(request)
@@ -171,7 +172,7 @@ async def send_message(request: Request) -> Response:
     return _ok(SendMessageResponse(message=result))
 
 
-@guarded
+@protocol_endpoint
 async def send_streaming_message(request: Request) -> Response:
     """``POST /message:stream``."""
     hub, agent = _target(request)
@@ -184,7 +185,7 @@ async def send_streaming_message(request: Request) -> Response:
     return _stream(hub, stream)
 
 
-@guarded
+@protocol_endpoint
 async def subscribe(request: Request) -> Response:
     """``GET|POST /tasks/{id}:subscribe`` (``Last-Event-ID`` header or ``lastEventId`` query)."""
     hub, agent = _target(request)
@@ -196,7 +197,7 @@ async def subscribe(request: Request) -> Response:
     return _stream(hub, stream)
 
 
-@guarded
+@protocol_endpoint
 async def get_task(request: Request) -> Response:
     """``GET /tasks/{id}``."""
     _, agent = _target(request)
@@ -208,7 +209,7 @@ async def get_task(request: Request) -> Response:
     return _ok(task)
 
 
-@guarded
+@protocol_endpoint
 async def list_tasks(request: Request) -> Response:
     """``GET /tasks``."""
     _, agent = _target(request)
@@ -224,7 +225,7 @@ async def list_tasks(request: Request) -> Response:
     return _ok(await agent.engine.list_tasks(query, caller=caller_of(request)))
 
 
-@guarded
+@protocol_endpoint
 async def cancel_task(request: Request) -> Response:
     """``POST /tasks/{id}:cancel`` (an empty body or a JSON object)."""
     hub, agent = _target(request)
@@ -244,7 +245,7 @@ class _PushList(msgspec.Struct, rename="camel"):
     next_page_token: str = ""
 
 
-@guarded
+@protocol_endpoint
 async def push_config(request: Request) -> Response:
     """``POST|GET /tasks/{id}/pushNotificationConfigs`` (create, list) and
     ``GET|DELETE /tasks/{id}/pushNotificationConfigs/{config_id}`` (get, delete)."""
@@ -273,7 +274,7 @@ async def push_config(request: Request) -> Response:
     return _ok(await engine.set_push_config(config, caller=caller))
 
 
-@guarded
+@protocol_endpoint
 async def extended_card(request: Request) -> Response:
     """``GET /extendedAgentCard``: the extended card, to authenticated callers."""
     from a2a_hub.server.cards import extended_card_body

@@ -20,6 +20,7 @@ from a2a_hub import metrics
 from a2a_hub.engine.stream import TaskStream
 from a2a_hub.protocol.errors import A2AError
 from a2a_hub.server.errors import protocol_error
+from a2a_hub.server.scope import STREAM_KEY
 from a2a_hub.stores.base import TaskEvent
 
 __all__ = ["SseReply", "SseResponse", "encoded_event", "end_streams", "sse_response"]
@@ -81,7 +82,7 @@ class SseResponse(Response):
         loop = asyncio.get_running_loop()
         checked = opened = loop.time()
         record = metrics.enabled()
-        scope["a2a_hub.stream"] = True  # timed here, not by the request histogram
+        scope[STREAM_KEY] = True  # timed here, not by the request histogram
         if record:
             metrics.STREAMS_OPEN.inc()
         try:

@@ -14,7 +14,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from a2a_hub import tracing
-from a2a_hub.server.metrics import VERSION_KEY
+from a2a_hub.server.scope import VERSION_KEY
 
 __all__ = ["TracingMiddleware"]
 

@@ -381,10 +381,17 @@ class Connection:
         try:
             await self.dispatch(action)
         except Exception as exc:
-            failure = protocol_error(exc, f"WebSocket {type(action).__name__}")
             task_id = getattr(action, "task_id", None) or getattr(action, "global_task_id", None)
             message_id = getattr(action, "message_id", None)
-            await self.send(error_event(failure, task_id=task_id, message_id=message_id))
+            await self.report(exc, f"WebSocket {type(action).__name__}", task_id, message_id)
+
+    async def report(
+        self, exc: Exception, where: str, task_id: str | None, message_id: str | None
+    ) -> None:
+        """The binding's catch-all: an action or a followed task failed with ``exc``; the
+        client gets its protocol error as an ``error`` event (the socket stays open)."""
+        failure = protocol_error(exc, where)
+        await self.send(error_event(failure, task_id=task_id, message_id=message_id))
 
     async def dispatch(self, action: ClientAction) -> None:
         """Run one decoded action."""
@@ -536,8 +543,8 @@ class Connection:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            err = protocol_error(exc, f"WebSocket stream of task {stream.task_id}")
-            await self.send(error_event(err, task_id=stream.task_id, message_id=view.message_id))
+            where = f"WebSocket stream of task {stream.task_id}"
+            await self.report(exc, where, stream.task_id, view.message_id)
         finally:
             stream.close()
 

@@ -18,7 +18,7 @@ and that one line gives the flat key ``push_retries`` (a top-level key of hub.to
 section is a :class:`Section` subclass plus a field of :class:`Settings`.
 """
 
-from a2a_hub.settings.fields import ENV_PREFIX, SettingField, setting_fields
+from a2a_hub.settings.fields import ENV_PREFIX, Section, SettingField, SettingsError, setting
 from a2a_hub.settings.load import CONFIG_ENV, load_settings
 from a2a_hub.settings.model import (
     DEFAULT_STORE,
@@ -28,13 +28,11 @@ from a2a_hub.settings.model import (
     LogLevel,
     MCPServerSpec,
     PushSettings,
-    Section,
     ServerSettings,
     Settings,
-    SettingsError,
     StoreSettings,
     parse_agent_spec,
-    setting,
+    setting_fields,
 )
 
 __all__ = [

@@ -1,32 +1,96 @@
-"""The settings as a flat list: each field with its key, variable, option, help and parser.
+"""How a setting is declared and what is derived from it: :func:`setting`, :class:`Section`,
+and :class:`SettingField` (its key, variable, option, help and parser).
 
-Derived once from the annotations of :class:`~a2a_hub.settings.model.Settings` and its
-sections, so the file, the environment and the command line cannot disagree.
+The flat list of every field (:func:`~a2a_hub.settings.model.setting_fields`) is derived once
+from the annotations of :class:`~a2a_hub.settings.model.Settings` and its sections by
+:func:`fields_of`, so the file, the environment and the command line cannot disagree.  This
+module knows no particular setting: the model imports it, not the other way round.
 """
 
 from __future__ import annotations
 
-import functools
 import types
 import typing
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 
 import msgspec
 
-from a2a_hub.settings.model import Section, Settings, SettingsError
-
 __all__ = [
     "ENV_PREFIX",
+    "Section",
     "SettingField",
-    "assemble",
-    "field_for_key",
-    "section_types",
-    "setting_fields",
+    "SettingsError",
+    "fields_of",
+    "setting",
 ]
 
 #: Every variable is ``ENV_PREFIX`` + the upper-case flat key.
 ENV_PREFIX = "A2A_HUB_"
+
+
+class SettingsError(ValueError):
+    """A configuration value is missing or wrong; the message says which and why."""
+
+
+def setting(
+    help: str,
+    *,
+    key: str | None = None,
+    flag: str | None = None,
+    short: str | None = None,
+    cli: bool = True,
+    metavar: str | None = None,
+    fallback_env: tuple[str, ...] = (),
+    shown_default: str | None = None,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+) -> msgspec.Meta:
+    """Describe one setting; use it as ``name: Annotated[type, setting("help")] = default``.
+
+    ``help`` is the text of ``--help``.  ``key`` replaces the flat key (by default the
+    section's ``key_prefix`` + the field name), from which the variable
+    (``A2A_HUB_{KEY}``) and the option (``--{key-with-dashes}``) are derived; ``flag``
+    replaces the option alone.  ``cli=False`` keeps a setting off the command line
+    (secrets).  ``fallback_env`` names variables read when no source sets the value.
+    ``ge``/``gt``/``le``/``lt`` bound numbers, checked wherever the value comes from.
+    ``shown_default`` is the default as help texts write it, for a default of None
+    that means something ("the provider's own").
+    """
+    extra: dict[str, Any] = {"cli": cli}
+    for name, value in (
+        ("key", key),
+        ("flag", flag),
+        ("short", short),
+        ("metavar", metavar),
+        ("fallback_env", fallback_env),
+        ("shown_default", shown_default),
+    ):
+        if value:
+            extra[name] = value
+    bounds = {
+        name: value
+        for name, value in (("ge", ge), ("gt", gt), ("le", le), ("lt", lt))
+        if value is not None
+    }
+    # (Meta's overloads spell out each pair of bounds; msgspec checks them at run time)
+    make: Any = msgspec.Meta
+    meta: msgspec.Meta = make(description=help, extra=extra, **bounds)
+    return meta
+
+
+class Section(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A group of settings: a field of :class:`~a2a_hub.settings.model.Settings` and a
+    ``[table]`` of hub.toml."""
+
+    #: Prefix of the flat keys of its fields: ``"llm_"`` gives ``llm_model``,
+    #: ``A2A_HUB_LLM_MODEL`` and ``--llm-model``.
+    key_prefix: ClassVar[str] = ""
+    #: Heading of the section's options in ``a2a-hub serve --help``.
+    title: ClassVar[str] = "Options"
+
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -34,7 +98,8 @@ _FALSE = {"0", "false", "no", "off"}
 
 @dataclass(frozen=True, eq=False)
 class SettingField:
-    """One setting: where it lives in :class:`Settings` and how each source names it."""
+    """One setting: where it lives in :class:`~a2a_hub.settings.model.Settings` and how each
+    source names it."""
 
     #: Section attribute (``"server"``), or None for a field of Settings itself.
     section: str | None
@@ -223,18 +288,10 @@ def _default_metavar(base: Any) -> str:
     return {int: "INTEGER", float: "NUMBER"}.get(base, "TEXT")
 
 
-def section_types() -> dict[str, type[Section]]:
-    """The sections of :class:`Settings` by attribute name (``server``, ``store``, ``llm``…)."""
-    out: dict[str, type[Section]] = {}
-    for info in msgspec.structs.fields(Settings):
-        if isinstance(info.type, type) and issubclass(info.type, Section):
-            out[info.name] = info.type
-    return out
-
-
-def _fields_of(
+def fields_of(
     struct: type[msgspec.Struct], section: str | None, prefix: str, title: str
 ) -> list[SettingField]:
+    """The settings of ``struct`` (a section, or Settings itself without its sections)."""
     fields = []
     for info in msgspec.structs.fields(struct):
         meta = _meta(info.type)
@@ -266,38 +323,3 @@ def _fields_of(
             )
         )
     return fields
-
-
-@functools.cache
-def setting_fields() -> tuple[SettingField, ...]:
-    """Every setting, those of Settings itself first, then section by section."""
-    fields = _fields_of(Settings, None, "", Section.title)
-    for name, section in section_types().items():
-        fields += _fields_of(section, name, section.key_prefix, section.title)
-    for attr in ("key", "env", "flag"):
-        seen: dict[object, str] = {}
-        for field in fields:
-            value = getattr(field, attr)
-            if value is not None and value in seen:
-                raise TypeError(f"settings {seen[value]} and {field.path} share the {attr} {value}")
-            seen[value] = field.path
-    return tuple(fields)
-
-
-def field_for_key(key: str) -> SettingField:
-    """The setting with that flat key (``port``, ``store``, ``llm_model``)."""
-    for field in setting_fields():
-        if field.key == key:
-            return field
-    raise SettingsError(f"unknown setting {key!r}")
-
-
-def assemble(values: dict[SettingField, Any]) -> Settings:
-    """Settings holding ``values`` (already checked) and the defaults for the rest."""
-    tree: dict[str, Any] = {}
-    for field, value in values.items():
-        if field.section is None:
-            tree[field.name] = value
-        else:
-            tree.setdefault(field.section, {})[field.name] = value
-    return msgspec.convert(tree, Settings)

@@ -9,14 +9,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from a2a_hub.settings.fields import (
-    SettingField,
+from a2a_hub.settings.fields import SettingField, SettingsError
+from a2a_hub.settings.model import (
+    Settings,
     assemble,
     field_for_key,
     section_types,
     setting_fields,
 )
-from a2a_hub.settings.model import Settings, SettingsError
 
 __all__ = ["CONFIG_ENV", "load_settings"]
 

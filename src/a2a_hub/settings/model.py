@@ -1,19 +1,28 @@
 """The settings object: every setting once, with its type, default and help.
 
 A setting is a field of a section (or of :class:`Settings` itself, like ``agents``),
-annotated with :func:`setting`.  Its flat key, ``A2A_HUB_*`` variable and
-``a2a-hub serve`` option are derived from the field (see :mod:`a2a_hub.settings.fields`).
+annotated with :func:`~a2a_hub.settings.fields.setting`.  Its flat key, ``A2A_HUB_*``
+variable and ``a2a-hub serve`` option are derived from the field (see
+:mod:`a2a_hub.settings.fields`); :func:`setting_fields` is the flat list of them all.
 """
 
 from __future__ import annotations
 
+import functools
 import shlex
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import parse_qsl
 
 import msgspec
 
 from a2a_hub.protocol.types import AgentExtension
+from a2a_hub.settings.fields import (
+    Section,
+    SettingField,
+    SettingsError,
+    fields_of,
+    setting,
+)
 
 __all__ = [
     "DEFAULT_STORE",
@@ -23,80 +32,19 @@ __all__ = [
     "LogLevel",
     "MCPServerSpec",
     "PushSettings",
-    "Section",
     "ServerSettings",
     "Settings",
-    "SettingsError",
     "StoreSettings",
+    "assemble",
+    "field_for_key",
     "parse_agent_spec",
-    "setting",
+    "section_types",
+    "setting_fields",
 ]
 
 DEFAULT_STORE = "sqlite:///.a2a-hub/hub.db"
 
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
-
-
-class SettingsError(ValueError):
-    """A configuration value is missing or wrong; the message says which and why."""
-
-
-def setting(
-    help: str,
-    *,
-    key: str | None = None,
-    flag: str | None = None,
-    short: str | None = None,
-    cli: bool = True,
-    metavar: str | None = None,
-    fallback_env: tuple[str, ...] = (),
-    shown_default: str | None = None,
-    ge: float | None = None,
-    gt: float | None = None,
-    le: float | None = None,
-    lt: float | None = None,
-) -> msgspec.Meta:
-    """Describe one setting; use it as ``name: Annotated[type, setting("help")] = default``.
-
-    ``help`` is the text of ``--help``.  ``key`` replaces the flat key (by default the
-    section's ``key_prefix`` + the field name), from which the variable
-    (``A2A_HUB_{KEY}``) and the option (``--{key-with-dashes}``) are derived; ``flag``
-    replaces the option alone.  ``cli=False`` keeps a setting off the command line
-    (secrets).  ``fallback_env`` names variables read when no source sets the value.
-    ``ge``/``gt``/``le``/``lt`` bound numbers, checked wherever the value comes from.
-    ``shown_default`` is the default as help texts write it, for a default of None
-    that means something ("the provider's own").
-    """
-    extra: dict[str, Any] = {"cli": cli}
-    for name, value in (
-        ("key", key),
-        ("flag", flag),
-        ("short", short),
-        ("metavar", metavar),
-        ("fallback_env", fallback_env),
-        ("shown_default", shown_default),
-    ):
-        if value:
-            extra[name] = value
-    bounds = {
-        name: value
-        for name, value in (("ge", ge), ("gt", gt), ("le", le), ("lt", lt))
-        if value is not None
-    }
-    # (Meta's overloads spell out each pair of bounds; msgspec checks them at run time)
-    make: Any = msgspec.Meta
-    meta: msgspec.Meta = make(description=help, extra=extra, **bounds)
-    return meta
-
-
-class Section(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """A group of settings: a field of :class:`Settings` and a ``[table]`` of hub.toml."""
-
-    #: Prefix of the flat keys of its fields: ``"llm_"`` gives ``llm_model``,
-    #: ``A2A_HUB_LLM_MODEL`` and ``--llm-model``.
-    key_prefix: ClassVar[str] = ""
-    #: Heading of the section's options in ``a2a-hub serve --help``.
-    title: ClassVar[str] = "Options"
 
 
 class ServerSettings(Section):
@@ -576,11 +524,53 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         Values are checked like those of any other source (types, bounds), but not
         against each other (that is :func:`load_settings`'s job).
         """
-        from a2a_hub.settings.fields import assemble, field_for_key
-
         chosen = {}
         for key, value in values.items():
             if value is not None:
                 field = field_for_key(key)
                 chosen[field] = field.parse(value, key)
         return assemble(chosen)
+
+
+def section_types() -> dict[str, type[Section]]:
+    """The sections of :class:`Settings` by attribute name (``server``, ``store``, ``llm``…)."""
+    out: dict[str, type[Section]] = {}
+    for info in msgspec.structs.fields(Settings):
+        if isinstance(info.type, type) and issubclass(info.type, Section):
+            out[info.name] = info.type
+    return out
+
+
+@functools.cache
+def setting_fields() -> tuple[SettingField, ...]:
+    """Every setting, those of Settings itself first, then section by section."""
+    fields = fields_of(Settings, None, "", Section.title)
+    for name, section in section_types().items():
+        fields += fields_of(section, name, section.key_prefix, section.title)
+    for attr in ("key", "env", "flag"):
+        seen: dict[object, str] = {}
+        for field in fields:
+            value = getattr(field, attr)
+            if value is not None and value in seen:
+                raise TypeError(f"settings {seen[value]} and {field.path} share the {attr} {value}")
+            seen[value] = field.path
+    return tuple(fields)
+
+
+def field_for_key(key: str) -> SettingField:
+    """The setting with that flat key (``port``, ``store``, ``llm_model``)."""
+    for field in setting_fields():
+        if field.key == key:
+            return field
+    raise SettingsError(f"unknown setting {key!r}")
+
+
+def assemble(values: dict[SettingField, Any]) -> Settings:
+    """Settings holding ``values`` (already checked) and the defaults for the rest."""
+    tree: dict[str, Any] = {}
+    for field, value in values.items():
+        if field.section is None:
+            tree[field.name] = value
+        else:
+            tree.setdefault(field.section, {})[field.name] = value
+    return msgspec.convert(tree, Settings)

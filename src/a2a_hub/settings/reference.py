@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from a2a_hub.settings.fields import SettingField, setting_fields
+from a2a_hub.settings.fields import SettingField
 from a2a_hub.settings.load import CONFIG_ENV
+from a2a_hub.settings.model import setting_fields
 
 __all__ = ["markdown_table"]
 

@@ -21,15 +21,18 @@ Per call:
 * **errors** — every :class:`A2AError` becomes its gRPC status with a
   ``google.rpc.Status`` in the ``grpc-status-details-bin`` trailer holding a
   ``google.rpc.ErrorInfo`` (``reason``, domain ``a2a-protocol.org``, ``metadata``), as the
-  spec's section 10.6 asks; anything unexpected is logged and answered ``INTERNAL``.
+  spec's section 10.6 asks; anything unexpected is logged and answered ``INTERNAL``.  The
+  binding's one catch-all is :func:`unary` / :func:`streaming`, the decorators of the
+  servicer's methods (through :func:`~a2a_hub.server.errors.protocol_error`, as every
+  binding).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import AsyncIterator
-from typing import NamedTuple, Never
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any, NamedTuple, Never, TypeVar
 
 import google.rpc.error_details_pb2 as error_details_pb2
 import google.rpc.status_pb2 as status_pb2
@@ -38,15 +41,10 @@ from google.protobuf import empty_pb2
 
 from a2a_hub.engine.caller import Caller
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
-from a2a_hub.protocol.errors import (
-    A2AError,
-    InternalError,
-    InvalidParamsError,
-    VersionNotSupportedError,
-)
+from a2a_hub.protocol.errors import A2AError, InvalidParamsError, VersionNotSupportedError
 from a2a_hub.protocol.types import Message, Task
 from a2a_hub.server.auth import authenticate
-from a2a_hub.server.errors import error_info
+from a2a_hub.server.errors import error_info, protocol_error
 from a2a_hub.server.extensions import activate, parse
 from a2a_hub.server.grpc import convert
 from a2a_hub.server.grpc._generated import a2a_pb2 as pb
@@ -54,14 +52,15 @@ from a2a_hub.server.hub import HostedAgent, Hub
 
 __all__ = ["AGENT_METADATA", "A2AServicer"]
 
-log = logging.getLogger("a2a_hub.server")
-
 #: Metadata key naming the agent when the request's ``tenant`` is empty.
 AGENT_METADATA = "x-a2a-hub-agent"
 _DOMAIN = "a2a-protocol.org"
 _DETAILS_KEY = "grpc-status-details-bin"
 
 Context = grpc.aio.ServicerContext[object, object]
+_S = TypeVar("_S")  # the servicer
+_Q = TypeVar("_Q")  # the request message
+_R = TypeVar("_R")  # the response message
 
 
 class _Call(NamedTuple):
@@ -91,9 +90,51 @@ async def _abort(context: Context, err: A2AError) -> Never:
     await context.abort(code, err.message, ((_DETAILS_KEY, status.SerializeToString()),))
 
 
-async def _abort_internal(context: Context, what: str) -> Never:
-    log.exception("gRPC %s: internal error", what)
-    await _abort(context, InternalError())
+def unary(
+    method: Callable[[_S, _Q, Context], Awaitable[_R]],
+) -> Callable[[_S, _Q, Context], Coroutine[Any, Any, _R]]:
+    """A unary method of the servicer, ending its call with the protocol error of anything
+    it raises (the gRPC binding's catch-all)."""
+    where = f"gRPC {method.__name__}"
+
+    @functools.wraps(method)
+    async def answering(self: _S, request: _Q, context: Context) -> _R:
+        try:
+            return await method(self, request, context)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:
+            await _abort(context, protocol_error(exc, where))
+
+    return answering
+
+
+def streaming(
+    method: Callable[[_S, _Q, Context], Awaitable[TaskStream]],
+) -> Callable[[_S, _Q, Context], AsyncIterator[pb.StreamResponse]]:
+    """A streaming method of the servicer from the method opening its :class:`TaskStream`:
+    the stream's events as protobuf, and the call ended with the protocol error of anything
+    raised, before the first event or after (the other half of the catch-all)."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    async def relaying(self: _S, request: _Q, context: Context) -> AsyncIterator[pb.StreamResponse]:
+        stream: TaskStream | None = None
+        try:
+            stream = await method(self, request, context)
+            try:
+                async for event in stream:
+                    if not is_internal(event.event):
+                        yield convert.stream_response(event.event)
+            finally:
+                stream.close()
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:
+            where = f"gRPC {name}" if stream is None else f"gRPC {name} of task {stream.task_id}"
+            await _abort(context, protocol_error(exc, where))
+
+    return relaying
 
 
 class A2AServicer:
@@ -141,188 +182,138 @@ class A2AServicer:
 
     # --- unary ---------------------------------------------------------------------------
 
+    @unary
     async def SendMessage(
         self, request: pb.SendMessageRequest, context: Context
     ) -> pb.SendMessageResponse:
         """``SendMessage``: a Task once it settles, or the agent's direct Message."""
-        try:
-            call = await self._open(request.tenant, context)
-            params = convert.send_message_request(request)
-            activated = activate(call.agent, call.requested)
-            # its own task, so that the call being cancelled leaves the agent's task running
-            send = asyncio.ensure_future(
-                call.agent.engine.send(params, caller=call.caller, extensions=activated)
-            )
-            send.add_done_callback(_retrieve)
-            result = await asyncio.shield(send)
-            await self._echo(context, activated)
-            return convert.send_message_response(result)
-        except A2AError as err:
-            await _abort(context, err)
-        except Exception:
-            await _abort_internal(context, "SendMessage")
+        call = await self._open(request.tenant, context)
+        params = convert.send_message_request(request)
+        activated = activate(call.agent, call.requested)
+        # its own task, so that the call being cancelled leaves the agent's task running
+        send = asyncio.ensure_future(
+            call.agent.engine.send(params, caller=call.caller, extensions=activated)
+        )
+        send.add_done_callback(_retrieve)
+        result = await asyncio.shield(send)
+        await self._echo(context, activated)
+        return convert.send_message_response(result)
 
+    @unary
     async def GetTask(self, request: pb.GetTaskRequest, context: Context) -> pb.Task:
         """``GetTask``: the newest snapshot of a task."""
-        try:
-            call = await self._open(request.tenant, context)
-            params = convert.get_task_request(request)
-            task = await call.agent.engine.get_task(
-                params.id, params.history_length, caller=call.caller
-            )
-            return convert.task_to_pb(task)
-        except A2AError as err:
-            await _abort(context, err)
-        except Exception:
-            await _abort_internal(context, "GetTask")
+        call = await self._open(request.tenant, context)
+        params = convert.get_task_request(request)
+        task = await call.agent.engine.get_task(
+            params.id, params.history_length, caller=call.caller
+        )
+        return convert.task_to_pb(task)
 
+    @unary
     async def ListTasks(
         self, request: pb.ListTasksRequest, context: Context
     ) -> pb.ListTasksResponse:
         """``ListTasks``: the agent's tasks, newest first, filtered and paged."""
-        try:
-            call = await self._open(request.tenant, context)
-            page = await call.agent.engine.list_tasks(
-                convert.list_tasks_request(request), caller=call.caller
-            )
-            return convert.list_tasks_response(page)
-        except A2AError as err:
-            await _abort(context, err)
-        except Exception:
-            await _abort_internal(context, "ListTasks")
+        call = await self._open(request.tenant, context)
+        page = await call.agent.engine.list_tasks(
+            convert.list_tasks_request(request), caller=call.caller
+        )
+        return convert.list_tasks_response(page)
 
+    @unary
     async def CancelTask(self, request: pb.CancelTaskRequest, context: Context) -> pb.Task:
         """``CancelTask``: stop the task and answer its final state."""
-        try:
-            call = await self._open(request.tenant, context)
-            task = await call.agent.engine.cancel_task(request.id, caller=call.caller)
-            return convert.task_to_pb(task)
-        except A2AError as err:
-            await _abort(context, err)
-        except Exception:
-            await _abort_internal(context, "CancelTask")
+        call = await self._open(request.tenant, context)
+        task = await call.agent.engine.cancel_task(request.id, caller=call.caller)
+        return convert.task_to_pb(task)
 
-    async def _refuse(self, tenant: str, context: Context) -> Never:
-        """The extended-card method: the agent's capability error."""
-        try:
-            agent = (await self._open(tenant, context)).agent
-            raise agent.no_extended_card()
-        except A2AError as err:
-            await _abort(context, err)
-
+    @unary
     async def CreateTaskPushNotificationConfig(
         self, request: pb.TaskPushNotificationConfig, context: Context
     ) -> pb.TaskPushNotificationConfig:
         """``CreateTaskPushNotificationConfig``: store a webhook for a task (masked answer)."""
-        try:
-            call = await self._open(request.tenant, context)
-            if not request.task_id:
-                raise InvalidParamsError("task_id is required")
-            config = await call.agent.engine.set_push_config(
-                convert.push_config_from_pb(request), caller=call.caller
-            )
-            return convert.push_config_to_pb(config)
-        except A2AError as err:
-            await _abort(context, err)
-        except Exception:
-            await _abort_internal(context, "CreateTaskPushNotificationConfig")
+        call = await self._open(request.tenant, context)
+        if not request.task_id:
+            raise InvalidParamsError("task_id is required")
+        config = await call.agent.engine.set_push_config(
+            convert.push_config_from_pb(request), caller=call.caller
+        )
+        return convert.push_config_to_pb(config)
 
+    @unary
     async def GetTaskPushNotificationConfig(
         self, request: pb.GetTaskPushNotificationConfigRequest, context: Context
     ) -> pb.TaskPushNotificationConfig:
         """``GetTaskPushNotificationConfig``: one config of a task, masked."""
-        try:
-            call = await self._open(request.tenant, context)
-            _need(request.task_id, "task_id")
-            _need(request.id, "id")
-            config = await call.agent.engine.get_push_config(
-                request.task_id, request.id, caller=call.caller
-            )
-            return convert.push_config_to_pb(config)
-        except A2AError as err:
-            await _abort(context, err)
-        except Exception:
-            await _abort_internal(context, "GetTaskPushNotificationConfig")
+        call = await self._open(request.tenant, context)
+        _need(request.task_id, "task_id")
+        _need(request.id, "id")
+        config = await call.agent.engine.get_push_config(
+            request.task_id, request.id, caller=call.caller
+        )
+        return convert.push_config_to_pb(config)
 
+    @unary
     async def ListTaskPushNotificationConfigs(
         self, request: pb.ListTaskPushNotificationConfigsRequest, context: Context
     ) -> pb.ListTaskPushNotificationConfigsResponse:
         """``ListTaskPushNotificationConfigs``: every config of a task (one page), masked."""
-        try:
-            call = await self._open(request.tenant, context)
-            _need(request.task_id, "task_id")
-            configs = await call.agent.engine.list_push_configs(request.task_id, caller=call.caller)
-            return pb.ListTaskPushNotificationConfigsResponse(
-                configs=[convert.push_config_to_pb(c) for c in configs]
-            )
-        except A2AError as err:
-            await _abort(context, err)
-        except Exception:
-            await _abort_internal(context, "ListTaskPushNotificationConfigs")
+        call = await self._open(request.tenant, context)
+        _need(request.task_id, "task_id")
+        configs = await call.agent.engine.list_push_configs(request.task_id, caller=call.caller)
+        return pb.ListTaskPushNotificationConfigsResponse(
+            configs=[convert.push_config_to_pb(c) for c in configs]
+        )
 
+    @unary
     async def DeleteTaskPushNotificationConfig(
         self, request: pb.DeleteTaskPushNotificationConfigRequest, context: Context
     ) -> object:
         """``DeleteTaskPushNotificationConfig``: remove one config of a task."""
-        try:
-            call = await self._open(request.tenant, context)
-            _need(request.task_id, "task_id")
-            _need(request.id, "id")
-            await call.agent.engine.delete_push_config(
-                request.task_id, request.id, caller=call.caller
-            )
-            return empty_pb2.Empty()
-        except A2AError as err:
-            await _abort(context, err)
-        except Exception:
-            await _abort_internal(context, "DeleteTaskPushNotificationConfig")
+        call = await self._open(request.tenant, context)
+        _need(request.task_id, "task_id")
+        _need(request.id, "id")
+        await call.agent.engine.delete_push_config(request.task_id, request.id, caller=call.caller)
+        return empty_pb2.Empty()
 
+    @unary
     async def GetExtendedAgentCard(
         self, request: pb.GetExtendedAgentCardRequest, context: Context
     ) -> pb.AgentCard:
-        """Refused: no agent here has an extended card."""
-        await self._refuse(request.tenant, context)
+        """Refused: no agent here has an extended card (the agent's capability error)."""
+        agent = (await self._open(request.tenant, context)).agent
+        raise agent.no_extended_card()
 
     # --- streaming -----------------------------------------------------------------------
 
+    @streaming
     async def SendStreamingMessage(
         self, request: pb.SendMessageRequest, context: Context
-    ) -> AsyncIterator[pb.StreamResponse]:
+    ) -> TaskStream:
         """``SendStreamingMessage``: the events of the turn the message starts."""
-        try:
-            call = await self._open(request.tenant, context)
-            call.agent.require_streaming("SendStreamingMessage")
-            params = convert.send_message_request(request)
-            activated = activate(call.agent, call.requested)
-            stream = await call.agent.engine.send_stream(
-                params, caller=call.caller, extensions=activated
-            )
-        except A2AError as err:
-            await _abort(context, err)
-        except Exception:
-            await _abort_internal(context, "SendStreamingMessage")
+        call = await self._open(request.tenant, context)
+        call.agent.require_streaming("SendStreamingMessage")
+        params = convert.send_message_request(request)
+        activated = activate(call.agent, call.requested)
+        stream = await call.agent.engine.send_stream(
+            params, caller=call.caller, extensions=activated
+        )
         try:
             await self._echo(context, activated)
-            async for item in _relay(stream, context):
-                yield item
-        finally:
+        except BaseException:
             stream.close()
+            raise
+        return stream
 
+    @streaming
     async def SubscribeToTask(
         self, request: pb.SubscribeToTaskRequest, context: Context
-    ) -> AsyncIterator[pb.StreamResponse]:
+    ) -> TaskStream:
         """``SubscribeToTask``: a snapshot then live events (a replay with ``last-event-id``)."""
-        try:
-            call = await self._open(request.tenant, context)
-            call.agent.require_streaming("SubscribeToTask")
-            after = check_position(_metadata(context).get("last-event-id"))
-            stream = await call.agent.engine.subscribe(request.id, after, caller=call.caller)
-        except A2AError as err:
-            await _abort(context, err)
-        except Exception:
-            await _abort_internal(context, "SubscribeToTask")
-        async for item in _relay(stream, context):
-            yield item
+        call = await self._open(request.tenant, context)
+        call.agent.require_streaming("SubscribeToTask")
+        after = check_position(_metadata(context).get("last-event-id"))
+        return await call.agent.engine.subscribe(request.id, after, caller=call.caller)
 
 
 def _need(value: str, name: str) -> None:
@@ -334,17 +325,3 @@ def _retrieve(done: asyncio.Future[Task | Message]) -> None:
     """Mark a send's outcome as seen when its caller left before it came."""
     if not done.cancelled():
         done.exception()
-
-
-async def _relay(stream: TaskStream, context: Context) -> AsyncIterator[pb.StreamResponse]:
-    """The stream's events as protobuf; an error after the start ends the call with it."""
-    try:
-        async for event in stream:
-            if not is_internal(event.event):
-                yield convert.stream_response(event.event)
-    except A2AError as err:
-        await _abort(context, err)
-    except Exception:
-        await _abort_internal(context, f"stream of task {stream.task_id}")
-    finally:
-        stream.close()

@@ -15,7 +15,6 @@ and :meth:`Hub.close` without an app.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -26,13 +25,8 @@ from a2a_hub.agents.loader import build_executor
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.engine import TaskEngine
 from a2a_hub.engine.executor import AgentExecutor
-from a2a_hub.engine.run import TaskRun
 from a2a_hub.llm import set_default_settings
-from a2a_hub.protocol.errors import (
-    AgentNotFoundError,
-    TaskNotCancelableError,
-    TaskNotFoundError,
-)
+from a2a_hub.protocol.errors import AgentNotFoundError
 from a2a_hub.protocol.types import Message, Task
 from a2a_hub.push.dispatcher import Dispatcher, push_backoff
 from a2a_hub.push.sender import WebhookSender
@@ -44,6 +38,7 @@ from a2a_hub.registry.recorder import ConversationRecorders
 from a2a_hub.server.auth import Authenticator, KeyPolicy
 from a2a_hub.server.hosted import HostedAgent
 from a2a_hub.server.lifecycle import Service, closing, opened, run_services, started
+from a2a_hub.server.retiring import Retiring
 from a2a_hub.settings import AgentSpec, Settings
 from a2a_hub.stores import open_store
 from a2a_hub.stores.base import Store
@@ -121,8 +116,8 @@ class Hub:
             agent_ids=lambda: sorted(self.agents),
             conversations=self._conversation,
         )
-        #: Engines of removed agents whose running tasks have not ended yet.
-        self._retiring: dict[asyncio.Task[None], TaskEngine] = {}
+        #: Engines of replaced or removed agents whose running tasks have not ended yet.
+        self._retiring = Retiring(self.cluster)
         self._hooks: list[EngineHook] = []
         self._stack: contextlib.AsyncExitStack | None = None
         for spec in settings.agents:
@@ -202,7 +197,7 @@ class Hub:
             executor = build_executor(spec, links=self.links)
         old = self.agents.get(spec.id)
         if old is not None:
-            self._retire(old.engine)
+            self._retiring.retire(old.engine)
         engine = TaskEngine(spec.id, executor, self.store, cluster=self.cluster)
         agent = self.agents[spec.id] = HostedAgent(
             spec,
@@ -228,10 +223,9 @@ class Hub:
         agent = self.agent(agent_id)
         del self.agents[agent_id]
         if cancel_running:
-            await _cancel_runs(agent.engine)
-            await self._close_engine(agent.engine)
+            await self._retiring.cancel(agent.engine)
         else:
-            self._retire(agent.engine)
+            self._retiring.retire(agent.engine)
         return agent
 
     def watch(self, hook: EngineHook) -> Callable[[], None]:
@@ -242,47 +236,10 @@ class Hub:
             hook(agent.engine)
         return lambda: self._hooks.remove(hook)
 
-    def _retire(self, engine: TaskEngine) -> None:
-        """Close ``engine`` once its running tasks have ended (it serves no new requests)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # no event loop: nothing ever ran on this engine
-            self._leave_cluster(engine)
-            return
-        drain = asyncio.ensure_future(self._drain(engine))
-        self._retiring[drain] = engine
-        drain.add_done_callback(self._retired)
-
-    async def _drain(self, engine: TaskEngine) -> None:
-        while runs := _running(engine):
-            await asyncio.wait([run.finished for run in runs])
-        await self._close_engine(engine)
-
-    def _retired(self, drain: asyncio.Task[None]) -> None:
-        self._retiring.pop(drain, None)
-        if not drain.cancelled() and drain.exception() is not None:
-            log.error("closing engine of a removed agent failed", exc_info=drain.exception())
-
-    async def _close_engine(self, engine: TaskEngine) -> None:
-        await engine.close()
-        await engine.executor.close()
-        self._leave_cluster(engine)
-
-    def _leave_cluster(self, engine: TaskEngine) -> None:
-        if self.cluster.engines.get(engine.agent_id) is engine:
-            del self.cluster.engines[engine.agent_id]
-
     async def _close_engines(self) -> None:
         """Stop the running tasks (removed agents' too): each ends failed, saying that the
         server shut down; the executors close."""
-        retiring = list(self._retiring.items())
-        for drain, _ in retiring:
-            drain.cancel()
-        for drain, engine in retiring:
-            with contextlib.suppress(asyncio.CancelledError):
-                await drain
-            await engine.close()
-            await engine.executor.close()
+        await self._retiring.close()
         for agent in self.agents.values():
             await agent.engine.close()
             await agent.engine.executor.close()
@@ -383,21 +340,3 @@ class Hub:
         server = self.settings.server
         root = (server.public_url or f"http://{server.host}:{server.port}").rstrip("/")
         return f"{root}/a2a/{agent_id}/.well-known/agent-card.json"
-
-
-def _running(engine: TaskEngine) -> list[TaskRun]:
-    """The runs executing on ``engine`` in this process.
-
-    Reads the engine's private run table: the engine has no public list of its
-    runs yet (only ``live(task_id)``).
-    """
-    return list(engine.runs.values())
-
-
-async def _cancel_runs(engine: TaskEngine) -> None:
-    """Cancel every task running on ``engine`` and wait until all its runs have ended."""
-    for run in _running(engine):
-        with contextlib.suppress(TaskNotFoundError, TaskNotCancelableError):
-            await engine.cancel_task(run.task_id)  # ends canceled (a run with no task yet: no-op)
-    while runs := _running(engine):
-        await asyncio.wait([run.finished for run in runs])

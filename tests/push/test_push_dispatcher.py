@@ -9,8 +9,8 @@ import time
 import pytest
 
 from a2a_hub.push.dispatcher import Dispatcher
-from a2a_hub.push.keys import SigningKeys
 from a2a_hub.push.sender import WebhookSender
+from a2a_hub.push.signing import SigningKeys
 from a2a_hub.push.urls import WebhookPolicy
 from a2a_hub.stores.memory import MemoryStore
 

@@ -7,7 +7,7 @@ import time
 
 import jwt
 
-from a2a_hub.push.keys import SigningKeys
+from a2a_hub.push.signing import SigningKeys
 from a2a_hub.stores.memory import MemoryStore
 
 

@@ -725,7 +725,7 @@ async def test_require_keys_locks_every_agent_and_the_registry_survives_restarts
         return Hub(settings, store=MemoryStore())
 
     first = hub()
-    assert not first.open
+    assert not first.auth.open
     async with LiveServer(first) as server, httpx.AsyncClient(timeout=30) as http:
         r = await http.post(f"{server.url}/a2a/plain/message:send", json=msg10("x"))
         assert r.status_code == 401

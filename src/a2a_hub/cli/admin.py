@@ -118,7 +118,7 @@ def dead_requeue(
 @keys_app.command("rotate-signing", cls=Command)
 def rotate_signing(store: StoreUrl = None, config: Config = None) -> None:
     """Start a new push signing key; the old one stays in the JWKS for a day."""
-    from a2a_hub.push.keys import SigningKeys
+    from a2a_hub.push.signing import SigningKeys
 
     async def use(s: Store) -> None:
         keys = SigningKeys(s)

@@ -107,13 +107,13 @@ def serve(
     for agent_id in hub.agents:
         where = escape(f"{base}/a2a/{agent_id}")
         say(f"  {where}  (card: {where}/.well-known/agent-card.json)", highlight=False)
-    if hub.open:
+    if hub.auth.open:
         say(
             "  open hub: no authentication, anyone may call every agent (README: Authentication)",
             highlight=False,
         )
     else:
-        locked = ", ".join(a for a in hub.agents if hub.requires_key(a))
+        locked = ", ".join(a for a in hub.agents if hub.auth.requires_key(a))
         say(f"  API keys required by: {escape(locked)}", highlight=False)
     if hub.default_agent_id:
         say(f"  default agent at {base}/ : {escape(hub.default_agent_id)}", highlight=False)

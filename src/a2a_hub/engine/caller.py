@@ -2,8 +2,9 @@
 
 A :class:`Caller` travels with every engine call and its ``owner`` is stored with
 each task the caller creates, so that per-caller visibility (a caller sees only
-its own tasks) is a check in the engine rather than in every binding.  Until
-API keys exist every request is :data:`ANONYMOUS`, who sees every task.
+its own tasks) is a check in the engine rather than in every binding.  The server
+builds it from the request's API key (:mod:`a2a_hub.server.auth`); a request
+without a key to an agent that needs none is :data:`ANONYMOUS`, who sees every task.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.engine.claims import Claims
@@ -26,7 +26,7 @@ from a2a_hub.engine.ending import cancel_stored_task
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.engine.flusher import Flusher
 from a2a_hub.engine.log import TaskLog, not_found
-from a2a_hub.engine.pubsub import DEFAULT_FEED_BUFFER, Feed, PubSub
+from a2a_hub.engine.pubsub import DEFAULT_FEED_BUFFER, Feed, FeedItem, PubSub
 from a2a_hub.engine.push import PushConfigs, masked
 from a2a_hub.engine.requests import check_follow, check_history_length, task_query
 from a2a_hub.engine.run import TaskRun
@@ -252,10 +252,17 @@ class TaskEngine:
             raise
         return await stream.start()
 
-    def feed(self, buffer: int = DEFAULT_FEED_BUFFER, *, caller: Caller = ANONYMOUS) -> Feed:
-        """Every event of every task of this agent that ``caller`` may see, from now on
-        (see :class:`~a2a_hub.engine.pubsub.Feed`; close it when done)."""
-        return self.pubsub.feed(buffer, viewer=caller)
+    def feed(
+        self,
+        buffer: int = DEFAULT_FEED_BUFFER,
+        *,
+        caller: Caller = ANONYMOUS,
+        keep: Callable[[FeedItem], bool] | None = None,
+    ) -> Feed:
+        """Every event of every task of this agent that ``caller`` may see, from now on, or
+        those of them ``keep`` accepts (see :class:`~a2a_hub.engine.pubsub.Feed`; close it
+        when done)."""
+        return self.pubsub.feed(buffer, viewer=caller, keep=keep)
 
     def live(self, task_id: str) -> TaskRun | None:
         """The running execution of a task in this process, if any."""

@@ -6,11 +6,13 @@ each task's sequence order, synchronously and without ever blocking:
 * a **topic** per task holds the :class:`Subscription` of every stream following
   that task (SSE today);
 * the **feed** is every event of every task of the agent, as :class:`FeedItem`
-  ``(task_id, event)``, for consumers that watch the whole agent (push delivery,
-  a WebSocket connection, metrics); a feed opened for a caller gets only the
-  events of the tasks that caller may see.  Immediate message replies (no task)
-  are published too, with ``seq`` 0: their message carries the context id, and
-  the ``task_id`` is the id the task would have had (no such task exists).
+  ``(task_id, event, owner, request)``, for consumers that watch the whole agent (a
+  WebSocket connection, the conversation recorder, metrics); a feed opened for a
+  caller gets only the events of the tasks that caller may see, and a feed may keep
+  only the items it wants (``keep``).  Immediate message replies (no task) are
+  published too, with ``seq`` 0: their message carries the context id, the
+  ``task_id`` is the id the task would have had (no such task exists), and the item
+  carries the request message it answers.
 
 Both kinds of subscriber have a bounded buffer.  One that falls behind never
 makes memory grow: a :class:`Subscription` is flagged ``overflowed`` and its
@@ -26,10 +28,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
+from collections.abc import Callable
 from types import TracebackType
 from typing import NamedTuple
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
+from a2a_hub.protocol.types import Message
 from a2a_hub.stores.base import TaskEvent
 
 __all__ = [
@@ -94,10 +98,14 @@ class Subscription:
 
 
 class FeedItem(NamedTuple):
-    """One event of the agent-wide feed: the task it belongs to and the event itself."""
+    """One event of the agent-wide feed: the task it belongs to, the event itself, the
+    task's owner (``None``: anonymous) and, for an immediate reply (``seq`` 0), the
+    request message it answers (``None`` otherwise)."""
 
     task_id: str
     event: TaskEvent
+    owner: str | None = None
+    request: Message | None = None
 
     @property
     def context_id(self) -> str | None:
@@ -140,17 +148,24 @@ class Feed:
         "_dropped",
         "_pubsub",
         "_waiter",
+        "keep",
         "limit",
         "overflows",
         "viewer",
     )
 
     def __init__(
-        self, pubsub: PubSub, limit: int = DEFAULT_FEED_BUFFER, viewer: Caller = ANONYMOUS
+        self,
+        pubsub: PubSub,
+        limit: int = DEFAULT_FEED_BUFFER,
+        viewer: Caller = ANONYMOUS,
+        keep: Callable[[FeedItem], bool] | None = None,
     ) -> None:
         self._pubsub = pubsub
         #: Whose feed this is: it gets the events of the tasks this caller may see.
         self.viewer = viewer
+        #: Which items the feed takes (``None``: all): the others never use a slot.
+        self.keep = keep
         self._buffer: deque[FeedItem] = deque()
         self.limit = limit
         #: How many times this feed fell behind.
@@ -161,6 +176,9 @@ class Feed:
 
     def push(self, item: FeedItem) -> None:
         """Called by the publisher; never blocks, never grows past ``limit``."""
+        keep = self.keep
+        if keep is not None and not keep(item):
+            return
         buffer = self._buffer
         if len(buffer) >= self.limit:
             self.overflows += 1
@@ -272,23 +290,36 @@ class PubSub:
             if not subs:
                 del self.topics[task_id]
 
-    def publish(self, task_id: str, event: TaskEvent, owner: str | None = None) -> None:
+    def publish(
+        self,
+        task_id: str,
+        event: TaskEvent,
+        owner: str | None = None,
+        request: Message | None = None,
+    ) -> None:
         """Hand an event of a task created by ``owner`` to the task's subscribers and to
-        every feed whose viewer sees that task (never blocks)."""
+        every feed whose viewer sees that task (never blocks); ``request`` is the message
+        an immediate reply answers."""
         subs = self.topics.get(task_id)
         if subs:
             for sub in subs:
                 sub.push(event)
         if self._feeds:
-            item = FeedItem(task_id, event)
+            item = FeedItem(task_id, event, owner, request)
             for feed in self._feeds:
                 if feed.viewer.sees(owner):
                     feed.push(item)
 
-    def feed(self, limit: int = DEFAULT_FEED_BUFFER, *, viewer: Caller = ANONYMOUS) -> Feed:
-        """Subscribe to every event, from now on, of every task ``viewer`` may see
-        (close the feed when done)."""
-        feed = Feed(self, limit, viewer)
+    def feed(
+        self,
+        limit: int = DEFAULT_FEED_BUFFER,
+        *,
+        viewer: Caller = ANONYMOUS,
+        keep: Callable[[FeedItem], bool] | None = None,
+    ) -> Feed:
+        """Subscribe to every event, from now on, of every task ``viewer`` may see, or to
+        those of them ``keep`` accepts (close the feed when done)."""
+        feed = Feed(self, limit, viewer, keep)
         self._feeds.append(feed)
         return feed
 

@@ -371,7 +371,12 @@ class TaskRun:
         message = self.updater.message(content, with_task=False)
         if message.context_id is None:
             message = msgspec.structs.replace(message, context_id=self.context_id)
-        self.pubsub.publish(self.task_id, TaskEvent(0, StreamResponse(message=message)), self.owner)
+        self.pubsub.publish(
+            self.task_id,
+            TaskEvent(0, StreamResponse(message=message)),
+            self.owner,
+            self.ctx.message,
+        )
         self.settle(message)
 
     def settle(self, result: Task | Message) -> None:

@@ -47,6 +47,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from types import TracebackType
 
 import msgspec
 
@@ -54,8 +55,8 @@ from a2a_hub import metrics
 from a2a_hub._backoff import Backoff
 from a2a_hub.protocol import v01, v03
 from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig
-from a2a_hub.push.keys import SigningKeys
 from a2a_hub.push.sender import Outcome, WebhookSender
+from a2a_hub.push.signing import SigningKeys
 from a2a_hub.stores.base import Delivery, DeliverySource, Store
 
 __all__ = ["DEFAULT_BACKOFF", "Dispatcher", "push_backoff"]
@@ -100,7 +101,11 @@ SnapshotReader = Callable[[str, str], Awaitable[Task | None]]
 
 
 class Dispatcher:
-    """Claims and sends the outbox's deliveries (see the module doc)."""
+    """Claims and sends the outbox's deliveries (see the module doc).
+
+    A service: ``async with dispatcher`` starts it (:meth:`start`) and stops it on the way
+    out (:meth:`close`).
+    """
 
     def __init__(
         self,
@@ -148,6 +153,18 @@ class Dispatcher:
         """Start claiming and sending (in the background)."""
         if self._loop is None:
             self._loop = asyncio.ensure_future(self._run())
+
+    async def __aenter__(self) -> Dispatcher:
+        self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
 
     def wake(self) -> None:
         """Deliveries were queued: claim now rather than at the next poll."""

@@ -3,7 +3,10 @@
 Every route needs a key with the ``admin`` scope (``X-API-Key`` or ``Authorization:
 Bearer``): 401 without one or with a bad one, 403 for a key without the scope.
 The API is off (404) on a hub without a registry, and usable only once an admin
-key exists (``a2a-hub keys create --all-agents --scope admin``).
+key exists (``a2a-hub keys create --all-agents --scope admin``).  The caller is the
+one the app's middleware built, as for every other route (:func:`caller_of`; the
+mount marks its routes as the hub's own, so no agent's policy applies), and its
+scopes are checked here.
 
 Errors have one shape, the A2A HTTP+JSON error body::
 
@@ -47,7 +50,6 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from a2a_hub.agents.loader import build_executor
-from a2a_hub.engine.caller import Caller
 from a2a_hub.protocol import fieldnames
 from a2a_hub.protocol.errors import (
     A2AError,
@@ -61,7 +63,7 @@ from a2a_hub.protocol.errors import (
 )
 from a2a_hub.protocol.types import TaskState
 from a2a_hub.registry import McpServer, Registry, RegistryError, UnknownEntryError, parse_duration
-from a2a_hub.server.auth import key_of
+from a2a_hub.server.caller import caller_of
 from a2a_hub.server.errors import JSON, WWW_AUTHENTICATE, protocol_error, rest_error
 from a2a_hub.server.http import hub_of
 from a2a_hub.server.hub import Hub
@@ -80,18 +82,18 @@ def _json(value: Any, status: int = 200) -> Response:
     return Response(_enc.encode(value), status, media_type=JSON)
 
 
-async def _admin_caller(request: Request, hub: Hub) -> Registry:
-    registry, authenticator = hub.registry, hub.authenticator
-    if registry is None or authenticator is None:
+def _admin_registry(request: Request, hub: Hub) -> Registry:
+    """The registry, once the request's caller is known to hold the admin scope."""
+    registry = hub.registry
+    if registry is None:
         raise ResourceNotFoundError(
             "The admin API is off: this hub has no registry (configure auth, e.g. --registry URL)"
         )
-    key = key_of(request.scope)
-    if key is None:
+    caller = caller_of(request)
+    if caller.anonymous:
         raise UnauthenticatedError(
             "The admin API needs a key with the admin scope (X-API-Key or Authorization: Bearer)"
         )
-    caller: Caller = await authenticator.caller(key)
     if "admin" not in caller.scopes:
         raise PermissionDeniedError("This API key has no admin scope")
     return registry
@@ -104,7 +106,7 @@ def admin(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         try:
             hub = hub_of(request)
-            registry = await _admin_caller(request, hub)
+            registry = _admin_registry(request, hub)
             result = await handler(request, hub, registry)
         except UnknownEntryError as exc:
             return rest_error(ResourceNotFoundError(str(exc)))
@@ -140,11 +142,29 @@ def _agent_json(spec: AgentSpec, hub: Hub) -> dict[str, Any]:
 
 
 async def _save_agent(hub: Hub, registry: Registry, spec: AgentSpec) -> None:
+    """Store an agent in the registry and host it here at once (other instances follow
+    the registry); its executor is built once, first: what no instance could host is
+    refused (SettingsError: 400) before anything is stored."""
     if not spec.id or "/" in spec.id:
         raise InvalidParamsError(f"agent id {spec.id!r} must be non-empty and contain no '/'")
-    build_executor(spec)  # refuse what no instance could host (SettingsError: 400)
-    await registry.put_agent(spec)
-    await hub.sync_agents()
+    hosted = hub.agents.get(spec.id)
+    if hosted is not None and hosted.spec == spec:  # hosted as it is: nothing to build
+        await registry.put_agent(spec)
+    else:
+        executor = build_executor(spec, links=hub.links)
+        try:
+            await registry.put_agent(spec)
+        except BaseException:
+            await executor.close()
+            raise
+        hub.add(spec, executor)
+    await _follow(hub)
+
+
+async def _follow(hub: Hub) -> None:
+    """Apply the registry's other changes here too, at once."""
+    if hub.follower is not None:
+        await hub.follower.sync()
 
 
 @admin
@@ -192,7 +212,7 @@ async def delete_agent(request: Request, hub: Hub, registry: Registry) -> Any:
     agent_id = request.path_params["agent_id"]
     if not await registry.delete_agent(agent_id):
         raise AgentNotFoundError(f"No agent {agent_id!r} in the registry")
-    await hub.sync_agents()
+    await _follow(hub)
     return {"deleted": agent_id}
 
 

@@ -7,21 +7,24 @@ Layout of :func:`create_app`'s routes::
     GET  /version                       versions of a2a-hub, A2A and Python
     GET  /metrics                       Prometheus metrics (unless settings.server.metrics off)
     GET  /                              index of the hosted agents
-    /admin/v1                           the admin API (server/admin.py; an admin key)
+    /admin/v1        (HubMount)         the admin API (server/admin.py; an admin key),
+                                        behind the agent middleware list
     GET  /.well-known/jwks.json         keys that sign push notifications (also per agent)
     /a2a/{agent_id}  (AgentMount)       the agent's routes, behind the agent middleware
     ""               (AgentMount)       the same routes for the default agent (root alias)
 
-Each agent mount runs the same middleware list (by default :class:`CallerMiddleware`
-alone, which decides who calls), so authentication is one middleware away.  The
+Each agent mount runs the same middleware list (by default
+:class:`~a2a_hub.server.auth.ApiKeyMiddleware` alone, a :class:`CallerMiddleware` that
+decides who calls), so authentication is one middleware away.  The
+admin API's mount runs the same list, so its caller is built the same way.  The
 routes of an agent (:data:`AGENT_ROUTES`) are module-level endpoints that find the
 hub in ``request.app.state.hub`` and the agent per request, so agents added to or
 removed from the hub while it serves are found, or not, at once.  Around everything,
 :class:`~a2a_hub.server.extensions.ExtensionsMiddleware` reads the ``A2A-Extensions``
 header and echoes the extensions a send activated; before it, :mod:`a2a_hub.server.hosts`
 refuses untrusted ``Host`` headers and, when ``cors_origins`` is set, answers CORS.  The
-gRPC binding, when ``grpc_port`` is set, is started and stopped by the hub in the app's
-lifespan.
+app's lifespan starts and stops the services (:func:`app_services`: the hub's, the gRPC
+binding among them when ``grpc_port`` is set, then the drain and the retention job).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from a2a_hub.server import rest
 from a2a_hub.server.admin import ADMIN_ROUTES
 from a2a_hub.server.agui import ag_ui_run
 from a2a_hub.server.auth import ApiKeyMiddleware
+from a2a_hub.server.caller import HUB_ROUTE
 from a2a_hub.server.cards import agent_card, jwks, legacy_agent_card
 from a2a_hub.server.chat import chat_asset, chat_page
 from a2a_hub.server.conversations import context_messages
@@ -65,6 +69,7 @@ from a2a_hub.server.hosts import TrustedHostMiddleware, cors_middleware, trusted
 from a2a_hub.server.http import base_url, hub_of
 from a2a_hub.server.hub import Hub
 from a2a_hub.server.jsonrpc import rpc
+from a2a_hub.server.lifecycle import Service, run_services
 from a2a_hub.server.metrics import MetricsMiddleware, RouteLabels, metrics_endpoint
 from a2a_hub.server.retention import Retention
 from a2a_hub.server.shutdown import Drain
@@ -75,7 +80,9 @@ __all__ = [
     "AGENT_ROUTES",
     "SETTINGS_ENV",
     "AgentMount",
+    "HubMount",
     "app_from_environment",
+    "app_services",
     "create_app",
     "tune_gc",
 ]
@@ -166,6 +173,30 @@ def _router(routes: Sequence[BaseRoute]) -> Router:
     return Router(routes=list(routes), redirect_slashes=False)
 
 
+class HubMount(Mount):
+    """A :class:`Mount` of routes of the hub itself, not of an agent (the admin API).
+
+    It runs the same middleware list as the agent mounts, with :data:`HUB_ROUTE` in the
+    scope so that the caller is identified without any agent's policy.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        routes: Sequence[BaseRoute],
+        *,
+        middleware: Sequence[Middleware] | None = None,
+    ) -> None:
+        super().__init__(path, app=_router(routes), middleware=middleware)
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        """As a Mount, marking the child scope as the hub's own route."""
+        match, child = super().matches(scope)
+        if match is not Match.NONE:
+            child[HUB_ROUTE] = True
+        return match, child
+
+
 class AgentMount(Mount):
     """A :class:`Mount` of the agent routes that also answers at its bare prefix.
 
@@ -251,24 +282,24 @@ async def index(request: Request) -> Response:
     )
 
 
+def app_services(hub: Hub, drain: Drain | None) -> list[Service]:
+    """The services of an app serving ``hub``, in the order they start (they stop in the
+    reverse order): the hub's own (:meth:`Hub.services`), then the drain (at shutdown it
+    lets running tasks finish before the hub's services stop) and the retention job."""
+    services = hub.services()
+    if drain is not None:
+        services.append(drain.serving(hub))
+    services.append(Retention(hub, hub.settings.store.task_ttl))
+    return services
+
+
 @contextlib.asynccontextmanager
 async def lifespan(app: Starlette) -> AsyncIterator[None]:
-    """Start the app's hub (store, cluster) and close it at shutdown."""
-    hub: Hub = app.state.hub
-    await hub.start()
-    drain: Drain | None = app.state.drain
-    if drain is not None:
-        drain.watch_signals()
-    retention = Retention(hub, hub.settings.store.task_ttl)
-    retention.start()
-    try:
+    """Start the app's services (:func:`app_services`) and stop them at shutdown; a
+    service that fails to start stops those started before it."""
+    async with contextlib.AsyncExitStack() as stack:
+        await run_services(stack, app_services(app.state.hub, app.state.drain))
         yield
-    finally:
-        await retention.close()
-        if drain is not None:
-            drain.begin()
-            await drain.wait_for_runs(hub)
-        await hub.close()
 
 
 def create_app(
@@ -303,7 +334,7 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         Route("/version", version, methods=["GET"]),
         Route("/", index, methods=["GET"]),
-        Mount("/admin/v1", app=_router(ADMIN_ROUTES)),
+        HubMount("/admin/v1", ADMIN_ROUTES, middleware=middleware),
         Route("/.well-known/jwks.json", jwks, methods=["GET"]),
     ]
     if server.metrics:

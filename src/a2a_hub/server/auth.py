@@ -14,6 +14,14 @@ WebSocket upgrades: the key may also come in the query string or a subprotocol
 first frame (``{"action": "authenticate", "api_key": KEY}``, see
 :mod:`a2a_hub.server.ws`); an open agent never needs one.
 
+Routes of the hub itself rather than of an agent (the admin API, marked with
+:data:`~a2a_hub.server.caller.HUB_ROUTE`) get the key's caller without any agent's
+policy: :data:`ANONYMOUS` without a key, 401 for a bad key; the route checks the
+scopes it needs (the admin API: ``admin``).
+
+The policy itself, which agents need a key, is the hub's :class:`KeyPolicy`
+(``hub.auth``), used by every binding (HTTP here, gRPC metadata, WebSocket frames).
+
 Looked-up keys are cached in the process for ``auth.cache_seconds`` (1 s by
 default): a key revoked on another instance sharing the registry stops working
 here within that bound; revoked through this process's :class:`Authenticator`
@@ -23,7 +31,7 @@ here within that bound; revoked through this process's :class:`Authenticator`
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 from urllib.parse import parse_qs
 
 from starlette.types import Scope
@@ -31,15 +39,15 @@ from starlette.types import Scope
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.protocol.errors import PermissionDeniedError, UnauthenticatedError
 from a2a_hub.registry import KeyInfo, Registry
-from a2a_hub.server.caller import KEY_IN_FIRST_FRAME, CallerMiddleware
-
-if TYPE_CHECKING:
-    from a2a_hub.server.hub import Hub
+from a2a_hub.server.caller import HUB_ROUTE, KEY_IN_FIRST_FRAME, CallerMiddleware
+from a2a_hub.server.hosted import HostedAgent
+from a2a_hub.settings import AuthSettings
 
 __all__ = [
     "KEY_SUBPROTOCOL",
     "ApiKeyMiddleware",
     "Authenticator",
+    "KeyPolicy",
     "authenticate",
     "key_of",
 ]
@@ -118,27 +126,70 @@ class Authenticator:
         return caller
 
 
-async def authenticate(hub: Hub, agent_id: str | None, key: str | None) -> Caller:
-    """The caller of a request to ``agent_id`` carrying ``key`` (``None``: no key), for
-    any transport (HTTP here; gRPC metadata, WebSocket headers): :data:`ANONYMOUS` on an
-    open agent without a key, the key's caller, or :class:`UnauthenticatedError` (401 /
-    gRPC UNAUTHENTICATED) / :class:`PermissionDeniedError` (403 / PERMISSION_DENIED)."""
-    if key is None:
-        if not hub.requires_key(agent_id):
+class KeyPolicy:
+    """The hub's auth policy: which agents need an API key, and the caller of a request.
+
+    ``agents`` is the hub's live table (read at each call, so agents added later follow
+    their own ``auth``); ``authenticator`` is ``None`` on a hub without a registry.
+    """
+
+    def __init__(
+        self,
+        settings: AuthSettings,
+        agents: Mapping[str, HostedAgent],
+        authenticator: Authenticator | None = None,
+    ) -> None:
+        self.settings = settings
+        self.agents = agents
+        self.authenticator = authenticator
+
+    def requires_key(self, agent_id: str | None) -> bool:
+        """Whether requests to that agent need an API key."""
+        if self.settings.require_keys:
+            return True
+        agent = self.agents.get(agent_id) if agent_id is not None else None
+        return agent is not None and agent.spec.auth == "api-key"
+
+    @property
+    def open(self) -> bool:
+        """True when no agent requires an API key (anyone may call anything)."""
+        return not self.settings.require_keys and not any(a.spec.auth for a in self.agents.values())
+
+    async def caller(self, agent_id: str | None, key: str | None) -> Caller:
+        """The caller of a request to ``agent_id`` carrying ``key`` (``None``: no key):
+        :data:`ANONYMOUS` on an open agent without a key, the key's caller, or
+        :class:`UnauthenticatedError` (401 / gRPC UNAUTHENTICATED) /
+        :class:`PermissionDeniedError` (403 / PERMISSION_DENIED)."""
+        if key is None:
+            if not self.requires_key(agent_id):
+                return ANONYMOUS
+            raise UnauthenticatedError(
+                f"Agent {agent_id!r} requires an API key: send X-API-Key: KEY or "
+                "Authorization: Bearer KEY"
+            )
+        authenticator = self.authenticator
+        if authenticator is None:
+            if not self.requires_key(agent_id):
+                return ANONYMOUS  # an open hub without a registry ignores keys
+            raise UnauthenticatedError("Unknown API key (this hub has no API keys)")
+        caller = await authenticator.caller(key)
+        if caller.agents is not None and agent_id not in caller.agents:
+            raise PermissionDeniedError(f"This API key does not open agent {agent_id!r}")
+        return caller
+
+    async def key_caller(self, key: str | None) -> Caller:
+        """The caller of a request to the hub itself (no agent): :data:`ANONYMOUS` without
+        a key or on a hub without API keys, else the key's caller or
+        :class:`UnauthenticatedError`."""
+        if key is None or self.authenticator is None:
             return ANONYMOUS
-        raise UnauthenticatedError(
-            f"Agent {agent_id!r} requires an API key: send X-API-Key: KEY or "
-            "Authorization: Bearer KEY"
-        )
-    authenticator = hub.authenticator
-    if authenticator is None:
-        if not hub.requires_key(agent_id):
-            return ANONYMOUS  # an open hub without a registry ignores keys
-        raise UnauthenticatedError("Unknown API key (this hub has no API keys)")
-    caller = await authenticator.caller(key)
-    if caller.agents is not None and agent_id not in caller.agents:
-        raise PermissionDeniedError(f"This API key does not open agent {agent_id!r}")
-    return caller
+        return await self.authenticator.caller(key)
+
+
+async def authenticate(policy: KeyPolicy, agent_id: str | None, key: str | None) -> Caller:
+    """The caller of a request to ``agent_id`` carrying ``key``, for any transport (HTTP
+    here; gRPC metadata, WebSocket frames): :meth:`KeyPolicy.caller`."""
+    return await policy.caller(agent_id, key)
 
 
 class ApiKeyMiddleware(CallerMiddleware):
@@ -146,21 +197,25 @@ class ApiKeyMiddleware(CallerMiddleware):
 
     async def identify(self, scope: Scope) -> Caller:
         """ANONYMOUS on open agents without a key and for the public cards; the key's
-        caller, or 401 / 403 (:func:`authenticate`)."""
+        caller, or 401 / 403 (:meth:`KeyPolicy.caller`).  On the hub's own routes
+        (:data:`HUB_ROUTE`): the key's caller, ANONYMOUS without one, 401 for a bad one."""
+        hub = scope["app"].state.hub  # the app's Hub (server/hub.py)
+        policy: KeyPolicy = hub.auth
+        if scope.get(HUB_ROUTE):
+            return await policy.key_caller(key_of(scope))
         if _public(scope):
             return ANONYMOUS
-        hub: Hub = scope["app"].state.hub
-        agent_id = scope["path_params"].get("agent_id")
+        key = key_of(scope)
+        agent_id: str | None = scope["path_params"].get("agent_id")
         if agent_id is None:
             agent_id = hub.default_agent_id
-        key = key_of(scope)
-        if key is None and scope["type"] == "websocket" and hub.requires_key(agent_id):
+        if key is None and scope["type"] == "websocket" and policy.requires_key(agent_id):
             # the upgrade carries no key: the socket's first frame must (``authenticate``);
             # until then the request has no caller (``caller_of`` refuses it)
             state = scope.setdefault("state", {})
             state[KEY_IN_FIRST_FRAME] = True
             return ANONYMOUS
-        return await authenticate(hub, agent_id, key)
+        return await policy.caller(agent_id, key)
 
 
 def _public(scope: Scope) -> bool:

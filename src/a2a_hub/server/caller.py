@@ -1,43 +1,39 @@
 """Who is calling: a pure ASGI middleware builds the request's :class:`Caller` once.
 
-Every agent route (``/a2a/{agent_id}/…`` and the root alias of the default agent)
-runs behind :class:`CallerMiddleware`, which stores the caller in
-``scope["state"]["caller"]``; the bindings read it back with :func:`caller_of` and
-hand it to every engine method (``caller=``).  Nothing else decides who calls.
+Every agent route (``/a2a/{agent_id}/…`` and the root alias of the default agent) and
+the admin API (``/admin/v1``) run behind the same agent middleware list, whose
+:class:`CallerMiddleware` stores the caller in ``scope["state"]["caller"]``; the
+bindings read it back with :func:`caller_of` and hand it to every engine method
+(``caller=``), and the admin API checks its scopes.  Nothing else decides who calls.
 
 The hook for authentication
 ---------------------------
-:meth:`CallerMiddleware.identify` answers :data:`ANONYMOUS` for now.  An API-key
-middleware subclasses it and overrides ``identify``::
+:meth:`CallerMiddleware.identify` answers :data:`ANONYMOUS`.  The hub's default
+middleware is :class:`a2a_hub.server.auth.ApiKeyMiddleware`, a subclass whose
+``identify`` reads the request's API key and applies the hub's key policy
+(``hub.auth``, see :mod:`a2a_hub.server.auth`).  To authenticate otherwise, subclass
+:class:`CallerMiddleware` and give it to :func:`a2a_hub.server.create_app`
+(``agent_middleware=[Middleware(MyMiddleware, ...)]``)::
 
-    class ApiKeyMiddleware(CallerMiddleware):
-        def __init__(self, app: ASGIApp, keys: KeyStore) -> None:
-            super().__init__(app)
-            self.keys = keys
-
+    class HeaderMiddleware(CallerMiddleware):
         async def identify(self, scope: Scope) -> Caller:
-            key = Headers(scope=scope).get("x-api-key")   # or Authorization: Bearer
-            if key is None:
-                raise UnauthenticatedError(...)          # an A2AError with http_status 401
-            caller = await self.keys.lookup(key)
-            agent_id = scope["path_params"].get("agent_id")  # None: the root alias
-            if caller.agents is not None and agent_id not in caller.agents:
-                raise ForbiddenError(...)                # 403
-            return caller
+            user = Headers(scope=scope).get("x-user")       # set by a trusted proxy
+            if user is None:
+                raise UnauthenticatedError("no user")       # an A2AError: 401
+            return Caller(principal=user, scopes=frozenset({"invoke"}))
 
-and is given to :func:`a2a_hub.server.create_app` in place of this one
-(``agent_middleware=[Middleware(ApiKeyMiddleware, keys=...)]``).  When ``identify``
-raises an :class:`A2AError` the request is refused with the error's HTTP status
-and a protocol error body (:func:`a2a_hub.server.errors.error_reply`); no handler
-runs.  The agent id of the route is already in ``scope["path_params"]``
-(absent for the root alias, which serves the hub's default agent).  Only HTTP
-requests and WebSocket upgrades get a caller; a refused WebSocket upgrade is
-refused before it is accepted: with the error's own HTTP answer (401 / 403 and
-the error body) where the server offers the ASGI ``websocket.http.response``
-extension (uvicorn does), else closed with code 1008 (the client sees HTTP 403).  A
-browser cannot set headers on a WebSocket: it sends its key in the query string
-or as a subprotocol ``a2a-key.<key>`` beside ``a2a-hub`` (``scope["subprotocols"]``),
-which ``identify`` may read (see :mod:`a2a_hub.server.ws`).
+When ``identify`` raises an :class:`A2AError` the request is refused with the error's
+HTTP status and a protocol error body (:func:`a2a_hub.server.errors.error_reply`); no
+handler runs.  The agent id of the route is in ``scope["path_params"]`` (absent for
+the root alias, which serves the hub's default agent, and for the hub's own routes,
+which carry :data:`HUB_ROUTE` in their scope).  Only HTTP requests and WebSocket
+upgrades get a caller; a refused WebSocket upgrade is refused before it is accepted:
+with the error's own HTTP answer (401 / 403 and the error body) where the server
+offers the ASGI ``websocket.http.response`` extension (uvicorn does), else closed with
+code 1008 (the client sees HTTP 403).  A browser cannot set headers on a WebSocket:
+it sends its key in the query string or as a subprotocol ``a2a-key.<key>`` beside
+``a2a-hub`` (``scope["subprotocols"]``), which ``identify`` may read (see
+:mod:`a2a_hub.server.ws`).
 """
 
 from __future__ import annotations
@@ -49,7 +45,11 @@ from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.protocol.errors import A2AError, UnauthenticatedError
 from a2a_hub.server.errors import refuse
 
-__all__ = ["KEY_IN_FIRST_FRAME", "CallerMiddleware", "caller_of"]
+__all__ = ["HUB_ROUTE", "KEY_IN_FIRST_FRAME", "CallerMiddleware", "caller_of"]
+
+#: The scope key set (to True) on the routes of the hub itself rather than of an agent
+#: (the admin API): their caller is identified without any agent's policy.
+HUB_ROUTE = "a2a_hub.hub_route"
 
 #: The ``scope["state"]`` flag of a WebSocket upgrade to an agent that requires keys,
 #: made without one: the socket's first frame must carry it, and until then the
@@ -80,7 +80,7 @@ class CallerMiddleware:
     async def identify(self, scope: Scope) -> Caller:
         """The caller behind this request, or an :class:`A2AError` (401, 403) to refuse it.
 
-        Here: :data:`ANONYMOUS`, every request on an open hub.
+        Here: :data:`ANONYMOUS`, every request (subclasses authenticate).
         """
         return ANONYMOUS
 

@@ -206,7 +206,7 @@ def extended_card_body(request: Request, agent: HostedAgent, caller: Caller) -> 
         card.skills = [*card.skills, *(msgspec.convert(s, AgentSkill) for s in extra)]
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(f"agent {agent.id!r}: bad extended_skills: {exc}") from None
-    return _card_json(card, hub.requires_key(agent.id), True)
+    return _card_json(card, hub.auth.requires_key(agent.id), True)
 
 
 def legacy_card_bytes(
@@ -254,7 +254,7 @@ async def _serve(request: Request, legacy: bool) -> Response:
     agent = agent_of(request, hub)
     aliased = "agent_id" not in request.scope["path_params"]  # the root alias: the root's URL
     url = base_url(request, hub, None if aliased else agent)
-    secured = hub.requires_key(agent.id)
+    secured = hub.auth.requires_key(agent.id)
     body, etag = (
         legacy_card_bytes(agent, url, secured) if legacy else card_bytes(agent, url, secured)
     )

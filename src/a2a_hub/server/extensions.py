@@ -25,17 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-import msgspec
+from typing import Any
 
 from a2a_hub.protocol.errors import ExtensionSupportRequiredError
-from a2a_hub.protocol.types import AgentExtension
-
-if TYPE_CHECKING:
-    from a2a_hub.engine.executor import AgentExecutor
-    from a2a_hub.server.hub import HostedAgent
-    from a2a_hub.settings import AgentSpec
+from a2a_hub.server.hosted import HostedAgent, declared_extensions
 
 __all__ = [
     "HEADER",
@@ -55,17 +48,6 @@ _NONE: frozenset[str] = frozenset()
 def parse(values: Iterable[str]) -> frozenset[str]:
     """The URIs of one or more comma-separated ``A2A-Extensions`` values."""
     return frozenset(uri for value in values for part in value.split(",") if (uri := part.strip()))
-
-
-def declared_extensions(spec: AgentSpec, executor: AgentExecutor) -> list[AgentExtension]:
-    """The agent's extensions: its configuration's, then its executor class's other ones."""
-    found: dict[str, AgentExtension] = {}
-    for ext in spec.extensions:
-        found.setdefault(ext.uri, ext)
-    for raw in executor.extensions or ():
-        ext = raw if isinstance(raw, AgentExtension) else msgspec.convert(raw, AgentExtension)
-        found.setdefault(ext.uri, ext)
-    return list(found.values())
 
 
 def activate(agent: HostedAgent, requested: frozenset[str]) -> frozenset[str]:

@@ -9,6 +9,8 @@ time with a pause between batches, so that requests are never stalled behind a
 long delete.  Several instances sharing a store may all do it: removing a task
 twice is harmless.  A store that is down is skipped until the next round (its
 outage is logged by the store itself).
+
+A service of the app (``async with``: the rounds run inside the block).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from types import TracebackType
 
 from a2a_hub.server.hub import Hub
 
@@ -53,6 +56,18 @@ class Retention:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+
+    async def __aenter__(self) -> Retention:
+        self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
 
     async def run_once(self) -> int:
         """One round over every hosted agent; returns how many tasks were removed."""

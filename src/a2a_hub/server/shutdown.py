@@ -19,10 +19,12 @@ makes uvicorn stop waiting for requests: step 3 is skipped and step 4 follows.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import threading
 import time
+from collections.abc import AsyncIterator
 from types import FrameType
 from typing import Any
 
@@ -43,6 +45,19 @@ class Drain:
         #: Set by a second SIGINT: nothing more is waited for.
         self._hurry = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    @contextlib.asynccontextmanager
+    async def serving(self, hub: Hub) -> AsyncIterator[Drain]:
+        """The drain as a service of ``hub``'s app: signals are watched while it serves;
+        on the way out draining begins (:meth:`begin`) and the tasks running in this
+        process get what is left of the grace period (:meth:`wait_for_runs`) before the
+        hub's own services stop."""
+        self.watch_signals()
+        try:
+            yield self
+        finally:
+            self.begin()
+            await self.wait_for_runs(hub)
 
     def watch_signals(self) -> None:
         """Begin draining on SIGTERM/SIGINT, then let the server's own handler run too.

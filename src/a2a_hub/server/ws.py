@@ -210,7 +210,7 @@ async def _first_frame_caller(websocket: WebSocket, hub: Hub, agent: HostedAgent
         await _send_error_and_close(websocket, refusal, CLOSE_POLICY)
         return None
     try:
-        caller = await authenticate(hub, agent.id, action.api_key)
+        caller = await authenticate(hub.auth, agent.id, action.api_key)
     except A2AError as err:
         await _send_error_and_close(websocket, err, CLOSE_POLICY)
         return None

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 import grpc
 
 from a2a_hub.server.grpc._generated import a2a_pb2_grpc
-from a2a_hub.server.grpc.servicer import A2AServicer
-
-if TYPE_CHECKING:
-    from a2a_hub.server.hub import Hub
+from a2a_hub.server.grpc.servicer import A2AServicer, ServedHub
 
 __all__ = ["GrpcServer"]
 
@@ -24,13 +20,13 @@ STOP_GRACE = 2.0
 class GrpcServer:
     """``lf.a2a.v1.A2AService`` on ``host:port`` (insecure: put TLS in front, as for HTTP).
 
-    Started and stopped by :meth:`Hub.start` / :meth:`Hub.close` when ``grpc_port`` is set.
+    A service of the hub when ``grpc_port`` is set (:meth:`a2a_hub.server.hub.Hub.services`).
     Port 0 picks a free port; :attr:`port` is the one bound, and each agent's card lists it.
     With several ``--workers`` every worker binds the same port (``SO_REUSEPORT``) and the
     kernel spreads the connections; a single process refuses a port already in use.
     """
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: ServedHub) -> None:
         self.hub = hub
         self.port: int | None = None
         self._server: grpc.aio.Server | None = None

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from typing import Any, NamedTuple, Never, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from typing import Any, NamedTuple, Never, Protocol, TypeVar
 
 import google.rpc.error_details_pb2 as error_details_pb2
 import google.rpc.status_pb2 as status_pb2
@@ -43,12 +43,13 @@ from a2a_hub.engine.caller import Caller
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol.errors import A2AError, InvalidParamsError, VersionNotSupportedError
 from a2a_hub.protocol.types import Message, Task
-from a2a_hub.server.auth import authenticate
+from a2a_hub.server.auth import KeyPolicy
 from a2a_hub.server.errors import error_info, protocol_error
 from a2a_hub.server.extensions import activate, parse
 from a2a_hub.server.grpc import convert
 from a2a_hub.server.grpc._generated import a2a_pb2 as pb
-from a2a_hub.server.hub import HostedAgent, Hub
+from a2a_hub.server.hosted import HostedAgent
+from a2a_hub.settings import Settings
 
 __all__ = ["AGENT_METADATA", "A2AServicer"]
 
@@ -137,10 +138,27 @@ def streaming(
     return relaying
 
 
-class A2AServicer:
-    """Answers ``lf.a2a.v1.A2AService`` for every agent of a :class:`Hub`."""
+class ServedHub(Protocol):
+    """What the gRPC binding needs of the hub (:class:`a2a_hub.server.hub.Hub`)."""
 
-    def __init__(self, hub: Hub) -> None:
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def agents(self) -> Mapping[str, HostedAgent]: ...
+
+    @property
+    def auth(self) -> KeyPolicy: ...
+
+    def agent(self, agent_id: str) -> HostedAgent: ...
+
+    def default_agent(self) -> HostedAgent: ...
+
+
+class A2AServicer:
+    """Answers ``lf.a2a.v1.A2AService`` for every agent of a hub."""
+
+    def __init__(self, hub: ServedHub) -> None:
         self.hub = hub
 
     async def _open(self, tenant: str, context: Context) -> _Call:
@@ -164,7 +182,7 @@ class A2AServicer:
 
         ``metadata`` is the call's text metadata (lower-case keys): the API key comes in
         ``x-api-key`` or ``authorization: Bearer KEY``, checked as over HTTP
-        (:func:`a2a_hub.server.auth.authenticate`): :data:`ANONYMOUS` on an open agent
+        (:meth:`a2a_hub.server.auth.KeyPolicy.caller`): :data:`ANONYMOUS` on an open agent
         without a key, else the key's caller, or ``UNAUTHENTICATED`` (no key for an agent
         that needs one, or a bad one) / ``PERMISSION_DENIED`` (a key for other agents).
         """
@@ -173,7 +191,7 @@ class A2AServicer:
             scheme, _, token = metadata.get("authorization", "").partition(" ")
             if scheme.lower() == "bearer":
                 key = token.strip() or None
-        return await authenticate(self.hub, agent.id, key)
+        return await self.hub.auth.caller(agent.id, key)
 
     @staticmethod
     async def _echo(context: Context, activated: frozenset[str]) -> None:

@@ -22,6 +22,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any
 
 import msgspec
@@ -125,7 +126,11 @@ _enc = msgspec.json.Encoder()
 
 class SigningKeys:
     """The current key plus retired ones still in their grace period, kept in ``store``
-    (``None``: in this process only)."""
+    (``None``: in this process only).
+
+    As a service of the hub (``async with``), the keys are read (or the first one created)
+    on entry; nothing is to be done on exit.
+    """
 
     def __init__(
         self,
@@ -174,6 +179,18 @@ class SigningKeys:
                 return
             if await self._swap(raw, self._rotated(keys, now)):
                 return
+
+    async def __aenter__(self) -> SigningKeys:
+        await self.refresh()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
 
     async def rotate(self) -> SigningKey:
         """Retire the current key (kept in the JWKS for ``grace``) and start a new one."""

@@ -251,12 +251,13 @@ class Hub:
         the reverse order.  So the registry follower stops first (no agent comes or goes
         any more), then the gRPC binding, the agents' engines (what still runs fails), the
         MCP sessions, the conversation recorders (after the engines: what those published
-        last is recorded), push delivery, the cluster, the store and the registry."""
+        last is recorded), push delivery, the cluster, the registry and the store (the
+        registry may use the store's engine)."""
         registry = self.registry
-        found: list[Service] = []
-        if registry is not None:
+        found: list[Service] = [opened(self.store)]
+        if registry is not None:  # after the store: it may share the store's engine
             found.append(opened(registry))
-        found += [opened(self.store), started(self.cluster), self.signing_keys, self._pushing()]
+        found += [started(self.cluster), self.signing_keys, self._pushing()]
         if registry is not None:
             found.append(ConversationRecorders(registry, self.watch))
         found += [closing(close_mcp_sessions), closing(self._close_engines)]

@@ -387,6 +387,10 @@ async def test_admin_api(served: LiveServer) -> None:
         r = await http.get(admin_url + "/agents")
         assert r.status_code == 401 and "www-authenticate" in r.headers
         assert r.json()["error"]["details"][0]["reason"] == "UNAUTHENTICATED"
+        # a POST at the admin API's root is no JSON-RPC call: the same HTTP+JSON refusal
+        r = await http.post(admin_url + "/", json={}, headers={"X-API-Key": "a2ah_nope"})
+        assert r.status_code == 401 and "www-authenticate" in r.headers
+        assert r.json()["error"]["details"][0]["reason"] == "UNAUTHENTICATED"
         r = await http.get(admin_url + "/agents", headers={"X-API-Key": plain})
         assert r.status_code == 403
         root = await new_key(served.hub, name="root", scopes=["admin"])

@@ -58,7 +58,6 @@ from a2a_hub.server import rest
 from a2a_hub.server.admin import ADMIN_ROUTES
 from a2a_hub.server.agui import ag_ui_run
 from a2a_hub.server.auth import ApiKeyMiddleware
-from a2a_hub.server.caller import HUB_ROUTE
 from a2a_hub.server.cards import agent_card, jwks, legacy_agent_card
 from a2a_hub.server.chat import chat_asset, chat_page
 from a2a_hub.server.conversations import context_messages
@@ -72,6 +71,7 @@ from a2a_hub.server.jsonrpc import rpc
 from a2a_hub.server.lifecycle import Service, run_services
 from a2a_hub.server.metrics import MetricsMiddleware, RouteLabels, metrics_endpoint
 from a2a_hub.server.retention import Retention
+from a2a_hub.server.scope import HUB_ROUTE
 from a2a_hub.server.shutdown import Drain
 from a2a_hub.server.tracing import TracingMiddleware
 from a2a_hub.server.ws import websocket_endpoint

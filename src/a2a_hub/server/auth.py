@@ -39,8 +39,9 @@ from starlette.types import Scope
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.protocol.errors import PermissionDeniedError, UnauthenticatedError
 from a2a_hub.registry import KeyInfo, Registry
-from a2a_hub.server.caller import HUB_ROUTE, KEY_IN_FIRST_FRAME, CallerMiddleware
+from a2a_hub.server.caller import KEY_IN_FIRST_FRAME, CallerMiddleware
 from a2a_hub.server.hosted import HostedAgent
+from a2a_hub.server.scope import HUB_ROUTE
 from a2a_hub.settings import AuthSettings
 
 __all__ = [

@@ -44,12 +44,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.protocol.errors import A2AError, UnauthenticatedError
 from a2a_hub.server.errors import refuse
+from a2a_hub.server.scope import HUB_ROUTE
 
 __all__ = ["HUB_ROUTE", "KEY_IN_FIRST_FRAME", "CallerMiddleware", "caller_of"]
-
-#: The scope key set (to True) on the routes of the hub itself rather than of an agent
-#: (the admin API): their caller is identified without any agent's policy.
-HUB_ROUTE = "a2a_hub.hub_route"
 
 #: The ``scope["state"]`` flag of a WebSocket upgrade to an agent that requires keys,
 #: made without one: the socket's first frame must carry it, and until then the

@@ -38,6 +38,7 @@ from a2a_hub.protocol.errors import (
     MethodNotAllowedError,
     ResourceNotFoundError,
 )
+from a2a_hub.server.scope import HUB_ROUTE
 
 #: An agent's own URL (its JSON-RPC endpoint) as the app's outer middleware sees it.
 _AGENT_URL = re.compile(r"/a2a/[^/]+/?")
@@ -155,13 +156,18 @@ def error_reply(scope: Scope, err: A2AError) -> Response:
 
     The JSON-RPC endpoint (``POST`` on the agent's own URL, as seen inside the agent's
     mount or from the app's outer middleware) gets a JSON-RPC error
-    with a null id (its body was not read); every other route the HTTP+JSON body.
+    with a null id (its body was not read); every other route, the hub's own routes
+    (:data:`~a2a_hub.server.scope.HUB_ROUTE`: the admin API) included, the HTTP+JSON body.
     Both carry the error's HTTP status; a 401 also says how to authenticate
     (``WWW-Authenticate``).
     """
     path = scope["path"]
     rest = path[len(scope.get("root_path", "")) :]
-    if scope.get("method") == "POST" and (rest in ("", "/") or _AGENT_URL.fullmatch(rest)):
+    if (
+        scope.get("method") == "POST"
+        and not scope.get(HUB_ROUTE)
+        and (rest in ("", "/") or _AGENT_URL.fullmatch(rest))
+    ):
         response = Response(encode_error(None, err, "1.0"), err.http_status, media_type=JSON)
     else:
         response = rest_error(err)

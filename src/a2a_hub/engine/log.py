@@ -63,7 +63,7 @@ class LiveRun(Protocol):
 class TaskLog:
     """The logs of one agent's tasks (see the module docstring).
 
-    ``runs`` is the engine's registry of running tasks (read, never changed here);
+    ``runs`` is the engine's table of running tasks (read, never changed here);
     ``coordinator`` is set when other instances may write the same tasks.
     """
 

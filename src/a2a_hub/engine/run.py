@@ -18,7 +18,7 @@ events nobody saw; the next event id (the reaper's failure, say) names no event
 anybody saw.
 
 A run is given the pieces it works with (the executor, the store, the agent's
-:class:`PubSub`, the engine's :class:`Flusher` and registry of runs, the
+:class:`PubSub`, the engine's :class:`Flusher` and table of runs, the
 :class:`Cluster`), never the engine itself.
 """
 
@@ -108,7 +108,7 @@ class TaskRun:
         self.store = store
         self.pubsub = pubsub
         self.flusher = flusher
-        #: The engine's registry of running tasks: the run leaves it when it finishes.
+        #: The engine's table of running tasks: the run leaves it when it finishes.
         self.runs = runs
         self.cluster = cluster
         #: The principal that created the task (``None``: anonymous), stored with it.
@@ -502,7 +502,7 @@ class TaskRun:
             await self._end()
 
     async def _end(self) -> None:
-        """The run is over: give the lease back, leave the registry, wake the waiters."""
+        """The run is over: give the lease back, leave the table of runs, wake the waiters."""
         try:
             await self.release_lease()
         except Exception as exc:

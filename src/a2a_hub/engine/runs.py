@@ -63,7 +63,7 @@ class Runs(dict[str, TaskRun]):
         self.cluster = cluster
         #: When each run began (for the task metrics), by task id.
         self._began: dict[str, float] = {}
-        #: The message claims (set by the engine, which builds them over this registry).
+        #: The message claims (set by the engine, which builds them over this table).
         self.claims: Claims | None = None
         #: Task id -> the (owner, message id) key and claim of the message its run serves.
         self._claimed: dict[str, tuple[tuple[str | None, str], MessageClaim]] = {}

@@ -2,7 +2,7 @@
 
 Every :data:`INTERVAL` seconds, for each hosted agent, terminal tasks last updated
 more than ``task_ttl`` seconds ago are removed with their event logs and push
-configs (:meth:`~a2a_hub.stores.base.Retention.purge_expired`), and the message claims
+configs (:meth:`~a2a_hub.stores.base.ExpiringTasks.purge_expired`), and the message claims
 of idempotent sends made that long ago (:meth:`~a2a_hub.stores.base.MessageClaims.purge_claims`;
 a retry older than ``task_ttl`` is a new message), :data:`BATCH` at a
 time with a pause between batches, so that requests are never stalled behind a

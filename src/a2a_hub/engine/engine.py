@@ -49,8 +49,6 @@ log = logging.getLogger("a2a_hub.engine")
 
 __all__ = ["TaskEngine"]
 
-log = logging.getLogger("a2a_hub.engine")
-
 
 class TaskEngine:
     """Runs one agent's executor over the tasks kept in ``store``."""

@@ -25,7 +25,8 @@ from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.ending import cancel_stored_task
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.engine.flusher import Flusher
-from a2a_hub.engine.log import TaskLog, not_found
+from a2a_hub.engine.generation import stamped
+from a2a_hub.engine.log import LogTrimmedError, TaskLog, not_found
 from a2a_hub.engine.pubsub import DEFAULT_FEED_BUFFER, Feed, FeedItem, PubSub
 from a2a_hub.engine.push import PushConfigs, masked
 from a2a_hub.engine.requests import check_follow, check_history_length, task_query
@@ -33,7 +34,11 @@ from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.runs import Runs
 from a2a_hub.engine.state import trim_history
 from a2a_hub.engine.stream import TaskStream
-from a2a_hub.protocol.errors import PermissionDeniedError, UnsupportedOperationError
+from a2a_hub.protocol.errors import (
+    InvalidParamsError,
+    PermissionDeniedError,
+    UnsupportedOperationError,
+)
 from a2a_hub.protocol.types import (
     ListTasksRequest,
     ListTasksResponse,
@@ -124,6 +129,43 @@ class TaskEngine:
         result = run.settled.result()
         if isinstance(result, Task):
             return trim_history(result, history_length)
+        return result
+
+    async def send_v11(
+        self,
+        request: SendMessageRequest,
+        *,
+        caller: Caller = ANONYMOUS,
+        extensions: frozenset[str] = frozenset(),
+    ) -> Task | Message:
+        """A2A 1.1 preview of :meth:`send`: a task is answered with its ``generation`` (the
+        seq it was answered at); ``configuration.ifGenerationMatch`` (a
+        :class:`~a2a_hub.protocol.types.SendMessageConfigurationV11`) is checked against a
+        continued task's generation before its message is claimed (TaskGenerationMismatch).
+        A message id already sent is answered with its task as it is now."""
+        opened = await self._open(request, None, caller, extensions)
+        config = request.configuration
+        history_length = config.history_length if config is not None else None
+        if isinstance(opened, MessageClaim):
+            result = await self.claims.answer(request, caller.owner, opened)
+            if isinstance(result, Message):
+                return result
+            now = await self.log.snapshot(result.id)
+            assert now.event.task is not None
+            return stamped(trim_history(now.event.task, history_length), now.seq)
+        run = opened
+        if config is not None and config.return_immediately:
+            run.ensure_task()
+            try:
+                await run.flush()
+            finally:
+                run.driver = asyncio.ensure_future(self._drive(run))
+            return stamped(trim_history(run.snapshot(), history_length), run.seq)
+        run.driver = asyncio.current_task()
+        await self._drive(run, answer=True)
+        result = run.settled.result()
+        if isinstance(result, Task):
+            return stamped(trim_history(result, history_length), run.settled_seq)
         return result
 
     async def begin(
@@ -293,6 +335,56 @@ class TaskEngine:
         task = (await self._record(task_id, caller)).task
         return trim_history(task, history_length)
 
+    async def get_task_v11(
+        self,
+        task_id: str,
+        history_length: int | None = None,
+        *,
+        caller: Caller = ANONYMOUS,
+        current_generation: int | None = None,
+        wait: float = 30.0,
+    ) -> Task:
+        """A2A 1.1 preview of :meth:`get_task`: the task with its ``generation``.
+
+        With ``current_generation``, a long poll: answered at once when the task's generation
+        is already past it (or the task is terminal: it never moves again), else when it
+        moves past it, or after ``wait`` seconds with the task as it is.  It waits on the
+        task's topic (and, for a task running on another instance, on the coordinator's
+        event wake-ups), as a subscription does."""
+        check_history_length(history_length)
+        if current_generation is not None and current_generation < 0:
+            raise InvalidParamsError("currentGeneration must be 0 or more")
+        await self._visible_now(task_id, caller)
+        now = await self.log.snapshot(task_id)
+        task = now.event.task
+        assert task is not None
+        if current_generation is None or now.seq > current_generation or _ended(task):
+            return stamped(trim_history(task, history_length), now.seq)
+        stream = TaskStream(self.log, self.pubsub, task_id, after=now.seq)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        try:
+            await stream.start()  # what was written since the snapshot, then live events
+            while (left := deadline - loop.time()) > 0:
+                event = await stream.next(left)
+                if event is None or event.seq > current_generation:
+                    break
+        except (StopAsyncIteration, LogTrimmedError):
+            pass  # the task moved on (or its log was trimmed): answer what it is now
+        finally:
+            stream.close()
+        now = await self.log.snapshot(task_id)
+        assert now.event.task is not None
+        return stamped(trim_history(now.event.task, history_length), now.seq)
+
+    async def _visible_now(self, task_id: str, caller: Caller) -> None:
+        """Refuse (not found) a task that does not exist or ``caller`` may not see."""
+        run = self._runs.get(task_id)
+        if run is not None and run.stored() is not None:
+            _check_sees(caller, run.owner, task_id)
+        else:
+            await self._record(task_id, caller)
+
     async def list_tasks(
         self, request: ListTasksRequest, *, caller: Caller = ANONYMOUS
     ) -> ListTasksResponse:
@@ -426,6 +518,10 @@ def _check_invoke(caller: Caller) -> None:
             "This API key may read tasks but not call the agent: it needs the invoke scope",
             data={"scopes": sorted(caller.scopes)},
         )
+
+
+def _ended(task: Task) -> bool:
+    return task.status.state.terminal
 
 
 def _check_sees(caller: Caller, owner: str | None, task_id: str) -> None:

@@ -80,6 +80,7 @@ class TaskRun:
         "runs",
         "seq",
         "settled",
+        "settled_seq",
         "store",
         "tail",
         "task",
@@ -125,6 +126,8 @@ class TaskRun:
         self.executing = False
         self.cancel_requested = False
         self.settled: asyncio.Future[Task | Message] = asyncio.get_running_loop().create_future()
+        #: The seq of the task :attr:`settled` answers with (its 1.1 generation).
+        self.settled_seq = 0
         self.finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         #: Writes the run's end after an outage (see :meth:`_finish`), then ends the run.
         self.tail: asyncio.Task[None] | None = None
@@ -380,8 +383,9 @@ class TaskRun:
         self.settle(message)
 
     def settle(self, result: Task | Message) -> None:
-        """Answer the blocked request (first call wins)."""
+        """Answer the blocked request (first call wins); a task is the one at :attr:`seq`."""
         if not self.settled.done():
+            self.settled_seq = self.seq
             self.settled.set_result(result)
 
     # --- the executor's life -----------------------------------------------------------

@@ -22,6 +22,7 @@ from a2a_hub.engine.claims import Claims
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.executor import AgentExecutor, RequestContext
 from a2a_hub.engine.flusher import Flusher
+from a2a_hub.engine.generation import check_generation
 from a2a_hub.engine.log import CONTINUE_HINT, not_found
 from a2a_hub.engine.pubsub import PubSub
 from a2a_hub.engine.requests import (
@@ -33,7 +34,13 @@ from a2a_hub.engine.requests import (
 from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.state import new_id
 from a2a_hub.protocol.errors import A2AError, UnsupportedOperationError
-from a2a_hub.protocol.types import Message, SendMessageRequest, StreamResponse, Task
+from a2a_hub.protocol.types import (
+    Message,
+    SendMessageConfigurationV11,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+)
 from a2a_hub.stores.base import MessageClaim, Store, StoredTask, TaskQuery
 
 __all__ = ["Runs"]
@@ -98,6 +105,8 @@ class Runs(dict[str, TaskRun]):
             record = await self.store.get_task_record(self.agent_id, task_id)
             if record is not None and caller.sees(record.owner):
                 try:  # a refused message claims nothing, unless it is a repeat
+                    if isinstance(config, SendMessageConfigurationV11):  # 1.1 preview
+                        check_generation(task_id, config.if_generation_match, record.seq)
                     check_continuation(record.task, message)
                 except A2AError:
                     history = record.task.history or []

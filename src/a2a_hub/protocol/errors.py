@@ -29,6 +29,7 @@ __all__ = [
     "PushNotificationNotSupportedError",
     "ResourceNotFoundError",
     "StoreUnavailableError",
+    "TaskGenerationMismatchError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
     "UnauthenticatedError",
@@ -207,6 +208,18 @@ class VersionNotSupportedError(A2AError):
     default_message = "Protocol version not supported"
 
 
+class TaskGenerationMismatchError(A2AError):
+    """A2A 1.1 preview: ``ifGenerationMatch`` is not the task's generation (the dev-1.1
+    spec's §5.4: JSON-RPC -32010, gRPC ``ABORTED``, HTTP 409 Conflict)."""
+
+    code = -32010
+    http_status = 409
+    reason = "TASK_GENERATION_MISMATCH"
+    ws_code = "task_generation_mismatch"
+    grpc_status = "ABORTED"
+    default_message = "Task generation mismatch"
+
+
 class AgentNotFoundError(A2AError):
     """No agent with that id is hosted here (HTTP 404; JSON-RPC -32601 has no better fit)."""
 
@@ -301,6 +314,7 @@ _BY_CODE: dict[int, type[A2AError]] = {
         ExtendedAgentCardNotConfiguredError,
         ExtensionSupportRequiredError,
         VersionNotSupportedError,
+        TaskGenerationMismatchError,
     )
 }
 

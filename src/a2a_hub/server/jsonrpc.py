@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
+from a2a_hub.engine.generation import with_generation
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol import fieldnames, v01, v03
 from a2a_hub.protocol.errors import (
@@ -38,8 +39,10 @@ from a2a_hub.protocol.errors import (
 )
 from a2a_hub.protocol.types import (
     GetTaskRequest,
+    GetTaskRequestV11,
     ListTasksRequest,
     SendMessageRequest,
+    SendMessageRequestV11,
     SendMessageResponse,
     StreamResponse,
     Task,
@@ -68,6 +71,13 @@ class Call:
     last_event_id: str | None = None
     caller: Caller = ANONYMOUS
     request: Request | None = None
+
+    @property
+    def long_poll_timeout(self) -> float:
+        """How long a 1.1 long-polling GetTask waits (``long_poll_timeout``)."""
+        if self.request is None:
+            return 30.0
+        return hub_of(self.request).settings.server.long_poll_timeout
 
 
 Handler = Callable[[Call], Awaitable[Any]]
@@ -138,6 +148,13 @@ def _rpc_stream(
 
         def event(ev: TaskEvent) -> bytes | None:
             return None if is_internal(ev.event) else head + encoded_event(ev) + b"}"
+
+    elif encode is _v11_event:  # 1.1 preview: each event with its generation
+
+        def event(ev: TaskEvent) -> bytes | None:
+            if is_internal(ev.event):
+                return None
+            return _enc.encode(_Ok("2.0", req_id, with_generation(ev)))
 
     else:
 
@@ -280,6 +297,68 @@ V10: dict[str, Handler] = {
     "ListTaskPushNotificationConfigs": _push_list_10,
     "DeleteTaskPushNotificationConfig": _push_delete_10,
     "GetExtendedAgentCard": _extended_card,
+}
+
+# --- 1.1 preview (dev-1.1 of a2aproject/A2A: generation) ---------------------------------
+
+
+def _v11_event(event: StreamResponse) -> StreamResponse | None:  # marks the 1.1 encoding
+    return None if is_internal(event) else event
+
+
+async def _send_11(call: Call) -> Any:
+    request = _via(_decode(call.params, SendMessageRequestV11), None)
+    result = await call.agent.engine.send_v11(
+        request, caller=call.caller, extensions=activate_for_request(call.agent)
+    )
+    if isinstance(result, Task):
+        return SendMessageResponse(task=result)
+    return SendMessageResponse(message=result)
+
+
+async def _stream_11(call: Call) -> Any:
+    call.agent.require_streaming("SendStreamingMessage")
+    request = _via(_decode(call.params, SendMessageRequestV11), None)
+    stream = await call.agent.engine.send_stream(
+        request, caller=call.caller, extensions=activate_for_request(call.agent)
+    )
+    return _rpc_stream(call, stream, _v11_event, "1.1")
+
+
+async def _subscribe_11(call: Call) -> Any:
+    call.agent.require_streaming("SubscribeToTask")
+    req = _decode(call.params, TaskIdRequest)
+    stream = await call.agent.engine.subscribe(
+        req.id, _position(call, req.metadata), caller=call.caller
+    )
+    return _rpc_stream(call, stream, _v11_event, "1.1")
+
+
+async def _get_11(call: Call) -> Any:
+    req = _decode(call.params, GetTaskRequestV11)
+    return await call.agent.engine.get_task_v11(
+        req.id,
+        req.history_length,
+        caller=call.caller,
+        current_generation=req.current_generation,
+        wait=call.long_poll_timeout,
+    )
+
+
+async def _cancel_11(call: Call) -> Any:
+    task_id = _decode(call.params, TaskIdRequest).id
+    engine = call.agent.engine
+    await engine.cancel_task(task_id, caller=call.caller)
+    return await engine.get_task_v11(task_id, caller=call.caller)
+
+
+V11: dict[str, Handler] = {
+    **V10,
+    "SendMessage": _send_11,
+    "SendStreamingMessage": _stream_11,
+    "GetTask": _get_11,
+    "CancelTask": _cancel_11,
+    "SubscribeToTask": _subscribe_11,
 }
 
 # --- 0.3 and 0.1 ---------------------------------------------------------------------
@@ -433,7 +512,12 @@ V01: dict[str, Handler] = {
     "tasks/pushNotification/get": _push_get_01,
 }
 
-_FAMILIES: dict[str, dict[str, Handler]] = {"1.0": V10, "0.3": {**V01, **V03}, "0.1": V01}
+_FAMILIES: dict[str, dict[str, Handler]] = {
+    "1.1": V11,
+    "1.0": V10,
+    "0.3": {**V01, **V03},
+    "0.1": V01,
+}
 
 
 def resolve_family(version: str | None, method: str) -> tuple[str, Handler]:
@@ -463,14 +547,14 @@ def resolve_family(version: str | None, method: str) -> tuple[str, Handler]:
 def _family_of(version: str) -> str:
     major, _, minor = version.strip().partition(".")
     if major == "1":
-        return "1.0"
+        return "1.1" if minor.split(".")[0] == "1" else "1.0"
     if major == "0" and minor.split(".")[0] in ("2", "3"):
         return "0.3"
     if major == "0" and minor.split(".")[0] == "1":
         return "0.1"
     raise VersionNotSupportedError(
         f"A2A version {version!r} is not supported; this server speaks {SERVED_VERSIONS}",
-        data={"requested": version, "supported": "1.0,0.3,0.2,0.1"},
+        data={"requested": version, "supported": "1.1,1.0,0.3,0.2,0.1"},
     )
 
 

@@ -1,7 +1,8 @@
 """JSON-RPC 2.0 binding for every A2A version: 1.0, 0.3 (and 0.2), and the 0.1 legacy methods.
 
 The version is chosen by the ``A2A-Version`` header (or query parameter) and the
-method name: ``1.x`` serves the PascalCase 1.0 methods, ``0.3``/``0.2`` the
+method name: ``1.x`` serves the PascalCase 1.0 methods (``1.1``: with the 1.1 preview's
+``generation``, see :mod:`a2a_hub.engine.generation`), ``0.3``/``0.2`` the
 slash-named 0.3 methods plus the 0.1 legacy ones, ``0.1`` the legacy ones.
 Without a version the method name decides (a PascalCase name is served as
 1.0, a slash name as 0.3 or 0.1), so a plain ``curl -H 'content-type: application/json'``
@@ -546,8 +547,8 @@ def resolve_family(version: str | None, method: str) -> tuple[str, Handler]:
 
 def _family_of(version: str) -> str:
     major, _, minor = version.strip().partition(".")
-    if major == "1":
-        return "1.1" if minor.split(".")[0] == "1" else "1.0"
+    if major == "1":  # 1.1: the preview (see server/scope.py); any other 1.x is 1.0
+        return "1.0" if minor == "0" or minor.partition(".")[0] != "1" else "1.1"
     if major == "0" and minor.split(".")[0] in ("2", "3"):
         return "0.3"
     if major == "0" and minor.split(".")[0] == "1":

@@ -7,6 +7,9 @@ Errors use the spec's body: ``{"error": {"code", "status", "message", "details":
 :func:`~a2a_hub.server.errors.protocol_endpoint`.
 Bodies and query parameters may use the proto field names (``history_length``) as well as
 camelCase; sends activate the extensions the request asks for (``A2A-Extensions``).
+``A2A-Version: 1.1`` gets the 1.1 preview (:mod:`a2a_hub.engine.generation`): ``generation``
+in tasks and events, ``GET /tasks/{id}?currentGeneration=N`` as a long poll, and
+``configuration.ifGenerationMatch`` on sends (409 on a mismatch).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
-from a2a_hub.engine.claims import Claims
+from a2a_hub.engine.claims import Claims, claim_key
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.ending import cancel_stored_task
 from a2a_hub.engine.executor import AgentExecutor
@@ -28,7 +28,12 @@ from a2a_hub.engine.flusher import Flusher
 from a2a_hub.engine.log import TaskLog, not_found
 from a2a_hub.engine.pubsub import DEFAULT_FEED_BUFFER, Feed, FeedItem, PubSub
 from a2a_hub.engine.push import PushConfigs, masked
-from a2a_hub.engine.requests import check_follow, check_history_length, task_query
+from a2a_hub.engine.requests import (
+    check_follow,
+    check_history_length,
+    check_idempotency_key,
+    task_query,
+)
 from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.runs import Runs
 from a2a_hub.engine.state import trim_history
@@ -78,7 +83,7 @@ class TaskEngine:
         #: Each task's events after a given seq (the store's: events are shown once written).
         coordinator = None if cluster is None else cluster.coordinator
         self.log = TaskLog(agent_id, store, self._runs, coordinator)
-        #: Idempotent sends: each message id of a caller runs once.
+        #: Idempotent sends: each message id (or Idempotency-Key) of a caller runs once.
         self.claims = Claims(agent_id, store, self._runs, self.log, self.pubsub, cluster)
         self._runs.claims = self.claims
         #: The tasks' push notification configs (the hub sets ``push.check_url``).
@@ -95,19 +100,24 @@ class TaskEngine:
         new_task_id: str | None = None,
         caller: Caller = ANONYMOUS,
         extensions: frozenset[str] = frozenset(),
+        idempotency_key: str | None = None,
     ) -> Task | Message:
         """Handle ``SendMessage``: answer with a Message, or a Task once it settles.
 
         ``new_task_id`` is the id a new task gets (0.1 clients choose their own);
         if a task with that id exists, the message continues it.  ``extensions`` are
-        the activated extensions (the executor's ``ctx.extensions``).  A message id the
-        caller already sent is answered with what its first request produced.
+        the activated extensions (the executor's ``ctx.extensions``).  The message is
+        claimed under ``idempotency_key`` (the request's ``Idempotency-Key``) if given,
+        else under its message id; a key the caller already used is answered with what
+        its first request produced, or refused if that request was another message
+        (:mod:`a2a_hub.engine.claims`).
         """
-        opened = await self._open(request, new_task_id, caller, extensions)
+        key = _claim_key(request, idempotency_key)
+        opened = await self._open(request, new_task_id, caller, extensions, key)
         config = request.configuration
         history_length = config.history_length if config is not None else None
         if isinstance(opened, MessageClaim):
-            return await self.claims.answer(request, caller.owner, opened)
+            return await self.claims.answer(request, caller.owner, key, opened)
         run = opened
         if config is not None and config.return_immediately:
             run.ensure_task()
@@ -135,14 +145,17 @@ class TaskEngine:
         new_task_id: str | None = None,
         caller: Caller = ANONYMOUS,
         extensions: frozenset[str] = frozenset(),
+        idempotency_key: str | None = None,
     ) -> TaskRun:
         """Validate a send and prepare its run (not started): shared by send and stream.
 
-        A message id the caller already sent is refused here (it has no run to start)."""
-        opened = await self._open(request, new_task_id, caller, extensions, register=False)
+        A claim key the caller already used is refused here (it has no run to start)."""
+        key = _claim_key(request, idempotency_key)
+        opened = await self._open(request, new_task_id, caller, extensions, key, register=False)
         if isinstance(opened, MessageClaim):
+            what = "Message" if idempotency_key is None else "The message of this Idempotency-Key"
             raise UnsupportedOperationError(
-                f"Message {request.message.message_id} was already sent "
+                f"{what} {request.message.message_id} was already sent "
                 f"(task {opened.task_id}); follow that task",
                 data={"messageId": request.message.message_id, "taskId": opened.task_id},
             )
@@ -155,12 +168,15 @@ class TaskEngine:
         new_task_id: str | None = None,
         caller: Caller = ANONYMOUS,
         extensions: frozenset[str] = frozenset(),
+        idempotency_key: str | None = None,
     ) -> TaskStream:
         """``SendStreamingMessage``: the events of the turn this message starts, live (for
-        a message id already sent: those of its first request's turn)."""
-        opened = await self._open(request, new_task_id, caller, extensions)
+        a claim key already used, ``idempotency_key`` or the message id: those of its first
+        request's turn; refused if that request was another message)."""
+        key = _claim_key(request, idempotency_key)
+        opened = await self._open(request, new_task_id, caller, extensions, key)
         if isinstance(opened, MessageClaim):
-            return await self.claims.stream(request, caller.owner, opened)
+            return await self.claims.stream(request, caller.owner, key, opened)
         run = opened
         run.ctx.streaming = True
         fresh = run.task is None  # else a continued task: from its snapshot, new message included
@@ -177,6 +193,7 @@ class TaskEngine:
         new_task_id: str | None,
         caller: Caller,
         extensions: frozenset[str],
+        key: str,
         *,
         register: bool = True,
     ) -> TaskRun | MessageClaim:
@@ -193,7 +210,7 @@ class TaskEngine:
         if register and inline is not None:
             await self.push.check(inline)  # bad input fails before the message is claimed
         opened = await self._runs.open(
-            request, new_task_id=new_task_id, caller=caller, extensions=extensions
+            request, new_task_id=new_task_id, caller=caller, extensions=extensions, key=key
         )
         if isinstance(opened, MessageClaim):
             return opened
@@ -212,18 +229,19 @@ class TaskEngine:
     async def _drive(self, run: TaskRun, *, answer: bool = False) -> None:
         """Drive ``run``; a direct reply of the agent is kept with the message's claim
         (before the request is answered, with ``answer``)."""
-        key = self._runs.claim_key(run.task_id)
+        claimed = self._runs.claimed(run.task_id)
         await run.drive()
-        if key is None or not run.settled.done() or run.settled.exception() is not None:
+        if claimed is None or not run.settled.done() or run.settled.exception() is not None:
             return
         reply = run.settled.result()
         if isinstance(reply, Message):
+            (owner, key), claim = claimed
             try:
-                await self.claims.record_reply(key[0], key[1], run.task_id, reply)
+                await self.claims.record_reply(owner, key, claim, reply)
             except Exception as exc:
                 if answer:
                     raise
-                log.warning("could not keep the reply to message %s: %s", key[1], exc)
+                log.warning("could not keep the reply to message %s: %s", key, exc)
 
     async def subscribe(
         self, task_id: str, after: int | None = None, *, caller: Caller = ANONYMOUS
@@ -420,6 +438,14 @@ class TaskEngine:
         await self.flusher.close()
         await self._runs.stop()
         self.pubsub.close()
+
+
+def _claim_key(request: SendMessageRequest, idempotency_key: str | None) -> str:
+    """The claim key of a send (see :func:`~a2a_hub.engine.claims.claim_key`)."""
+    if idempotency_key is None:
+        return request.message.message_id
+    check_idempotency_key(idempotency_key)
+    return claim_key(request.message.message_id, idempotency_key)
 
 
 def _check_invoke(caller: Caller) -> None:

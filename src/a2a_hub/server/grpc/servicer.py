@@ -13,6 +13,10 @@ Per call:
 * **caller** — an API key in the metadata ``x-api-key`` or ``authorization: Bearer KEY``,
   checked as over HTTP: ``UNAUTHENTICATED`` without one (on an agent that requires keys)
   or with a bad one, ``PERMISSION_DENIED`` for a key of other agents or scopes.
+* **safe retries** — metadata ``idempotency-key`` is the claim key of a send in place of
+  its ``messageId`` (as the ``Idempotency-Key`` header over HTTP): a repeat runs nothing
+  and gets what the first produced; a repeat with another message is ``INVALID_ARGUMENT``
+  (reason ``IDEMPOTENCY_KEY_REUSED``).
 * **resuming** — ``SubscribeToTask`` with metadata ``last-event-id: N`` replays the events
   after ``N`` first, like ``Last-Event-ID`` on SSE.
 * **the caller going away** — a blocking ``SendMessage`` whose call is cancelled (the client
@@ -68,6 +72,8 @@ class _Call(NamedTuple):
     agent: HostedAgent
     caller: Caller
     requested: frozenset[str]
+    #: The metadata ``idempotency-key`` (the claim key of a send), if any.
+    idempotency_key: str | None = None
 
 
 def _metadata(context: Context) -> dict[str, str]:
@@ -174,7 +180,8 @@ class A2AServicer:
         name = tenant or metadata.get(AGENT_METADATA, "").strip()
         agent = self.hub.agent(name) if name else self.hub.default_agent()
         requested = parse([metadata.get("a2a-extensions", "")])
-        return _Call(agent, await self._caller(agent, metadata), requested)
+        caller = await self._caller(agent, metadata)
+        return _Call(agent, caller, requested, metadata.get("idempotency-key"))
 
     async def _caller(self, agent: HostedAgent, metadata: dict[str, str]) -> Caller:
         """Who calls: the one place gRPC authentication plugs in (the counterpart of
@@ -210,7 +217,12 @@ class A2AServicer:
         activated = activate(call.agent, call.requested)
         # its own task, so that the call being cancelled leaves the agent's task running
         send = asyncio.ensure_future(
-            call.agent.engine.send(params, caller=call.caller, extensions=activated)
+            call.agent.engine.send(
+                params,
+                caller=call.caller,
+                extensions=activated,
+                idempotency_key=call.idempotency_key,
+            )
         )
         send.add_done_callback(_retrieve)
         result = await asyncio.shield(send)
@@ -314,7 +326,10 @@ class A2AServicer:
         params = convert.send_message_request(request)
         activated = activate(call.agent, call.requested)
         stream = await call.agent.engine.send_stream(
-            params, caller=call.caller, extensions=activated
+            params,
+            caller=call.caller,
+            extensions=activated,
+            idempotency_key=call.idempotency_key,
         )
         try:
             await self._echo(context, activated)

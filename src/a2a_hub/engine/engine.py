@@ -112,8 +112,8 @@ class TaskEngine:
         its first request produced, or refused if that request was another message
         (:mod:`a2a_hub.engine.claims`).
         """
-        key = _claim_key(request, idempotency_key)
-        opened = await self._open(request, new_task_id, caller, extensions, key)
+        key = claim_key(request.message.message_id, idempotency_key)
+        opened = await self._open(request, new_task_id, caller, extensions, idempotency_key, key)
         config = request.configuration
         history_length = config.history_length if config is not None else None
         if isinstance(opened, MessageClaim):
@@ -150,8 +150,10 @@ class TaskEngine:
         """Validate a send and prepare its run (not started): shared by send and stream.
 
         A claim key the caller already used is refused here (it has no run to start)."""
-        key = _claim_key(request, idempotency_key)
-        opened = await self._open(request, new_task_id, caller, extensions, key, register=False)
+        key = claim_key(request.message.message_id, idempotency_key)
+        opened = await self._open(
+            request, new_task_id, caller, extensions, idempotency_key, key, register=False
+        )
         if isinstance(opened, MessageClaim):
             what = "Message" if idempotency_key is None else "The message of this Idempotency-Key"
             raise UnsupportedOperationError(
@@ -173,8 +175,8 @@ class TaskEngine:
         """``SendStreamingMessage``: the events of the turn this message starts, live (for
         a claim key already used, ``idempotency_key`` or the message id: those of its first
         request's turn; refused if that request was another message)."""
-        key = _claim_key(request, idempotency_key)
-        opened = await self._open(request, new_task_id, caller, extensions, key)
+        key = claim_key(request.message.message_id, idempotency_key)
+        opened = await self._open(request, new_task_id, caller, extensions, idempotency_key, key)
         if isinstance(opened, MessageClaim):
             return await self.claims.stream(request, caller.owner, key, opened)
         run = opened
@@ -193,18 +195,22 @@ class TaskEngine:
         new_task_id: str | None,
         caller: Caller,
         extensions: frozenset[str],
+        idempotency_key: str | None,
         key: str,
         *,
         register: bool = True,
     ) -> TaskRun | MessageClaim:
-        """Open the run of a send (its message claimed) with its push configs loaded and,
-        with ``register``, the request's inline push config registered; or the claim of
-        the first request of a message id already sent.
+        """Open the run of a send (its message claimed under ``key``, the message id or
+        its checked ``idempotency_key``) with its push configs loaded and, with
+        ``register``, the request's inline push config registered; or the claim of the
+        first request of a key already used.
 
         A run that fails to be prepared is dropped when it has no task yet (nothing was
         written, the agent never ran); a task that exists runs anyway, so that the claim
         leads a retry to it (and it never stays submitted)."""
         _check_invoke(caller)
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
         config = request.configuration
         inline = config.task_push_notification_config if config is not None else None
         if register and inline is not None:
@@ -438,14 +444,6 @@ class TaskEngine:
         await self.flusher.close()
         await self._runs.stop()
         self.pubsub.close()
-
-
-def _claim_key(request: SendMessageRequest, idempotency_key: str | None) -> str:
-    """The claim key of a send (see :func:`~a2a_hub.engine.claims.claim_key`)."""
-    if idempotency_key is None:
-        return request.message.message_id
-    check_idempotency_key(idempotency_key)
-    return claim_key(request.message.message_id, idempotency_key)
 
 
 def _check_invoke(caller: Caller) -> None:

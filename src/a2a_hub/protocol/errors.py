@@ -17,6 +17,7 @@ __all__ = [
     "ContentTypeNotSupportedError",
     "ExtendedAgentCardNotConfiguredError",
     "ExtensionSupportRequiredError",
+    "IdempotencyKeyReusedError",
     "InternalError",
     "InvalidAgentResponseError",
     "InvalidParamsError",
@@ -103,6 +104,16 @@ class InvalidParamsError(A2AError):
     ws_code = "invalid_params"
     grpc_status = "INVALID_ARGUMENT"
     default_message = "Invalid parameters"
+
+
+class IdempotencyKeyReusedError(InvalidParamsError):
+    """A send whose ``Idempotency-Key`` (or ``messageId``) was already used by the same
+    caller for another message: invalid params on JSON-RPC (with its own ``reason``),
+    HTTP 422, gRPC ``INVALID_ARGUMENT``."""
+
+    http_status = 422
+    reason = "IDEMPOTENCY_KEY_REUSED"
+    default_message = "The idempotency key was already used for another message"
 
 
 class InternalError(A2AError):
@@ -321,6 +332,7 @@ _BY_CODE: dict[int, type[A2AError]] = {
 
 _BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in _BY_CODE.values()}
 _BY_REASON["INTERNAL"] = InternalError
+_BY_REASON[IdempotencyKeyReusedError.reason] = IdempotencyKeyReusedError
 _BY_REASON["UNAUTHENTICATED"] = UnauthenticatedError
 _BY_REASON["PERMISSION_DENIED"] = PermissionDeniedError
 

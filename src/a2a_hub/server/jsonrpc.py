@@ -12,7 +12,8 @@ does, carrying the request's ``id`` whenever it can be read, even from an invali
 with HTTP 415 before anything else (:func:`check_content_type`).  1.0 params may use the proto field
 names (``history_length``) as well as camelCase (:mod:`a2a_hub.protocol.fieldnames`).  The
 send and stream methods of every version activate the extensions the request asks for
-(:mod:`a2a_hub.server.extensions`).
+(:mod:`a2a_hub.server.extensions`) and are claimed under the ``Idempotency-Key`` header
+when it is there, in place of the message id (:mod:`a2a_hub.engine.claims`).
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ __all__ = ["Call", "check_content_type", "resolve_family", "rpc"]
 
 @dataclass(slots=True)
 class Call:
-    """One JSON-RPC call: the agent, raw params, request id, ``Last-Event-ID``, and the caller."""
+    """One JSON-RPC call: the agent, raw params, request id, ``Last-Event-ID``, the caller,
+    the HTTP request and its ``Idempotency-Key`` header (the claim key of a send)."""
 
     agent: HostedAgent
     params: msgspec.Raw
@@ -72,6 +74,7 @@ class Call:
     last_event_id: str | None = None
     caller: Caller = ANONYMOUS
     request: Request | None = None
+    idempotency_key: str | None = None
 
     @property
     def long_poll_timeout(self) -> float:
@@ -193,7 +196,10 @@ async def _extended_card(call: Call) -> Any:
 async def _send_10(call: Call) -> Any:
     request = _via(_decode(call.params, SendMessageRequest), None)
     result = await call.agent.engine.send(
-        request, caller=call.caller, extensions=activate_for_request(call.agent)
+        request,
+        caller=call.caller,
+        extensions=activate_for_request(call.agent),
+        idempotency_key=call.idempotency_key,
     )
     if isinstance(result, Task):
         return SendMessageResponse(task=result)
@@ -204,7 +210,10 @@ async def _stream_10(call: Call) -> Any:
     call.agent.require_streaming("SendStreamingMessage")
     request = _via(_decode(call.params, SendMessageRequest), None)
     stream = await call.agent.engine.send_stream(
-        request, caller=call.caller, extensions=activate_for_request(call.agent)
+        request,
+        caller=call.caller,
+        extensions=activate_for_request(call.agent),
+        idempotency_key=call.idempotency_key,
     )
     return _rpc_stream(call, stream, _v10_event, "1.0")
 
@@ -373,7 +382,10 @@ def _encode_old(task: Task) -> dict[str, Any]:
 async def _send_03(call: Call) -> Any:
     request = _via(v03.decode_send_params(_decode_any(call.params)), "0.3")
     result = await call.agent.engine.send(
-        request, caller=call.caller, extensions=activate_for_request(call.agent)
+        request,
+        caller=call.caller,
+        extensions=activate_for_request(call.agent),
+        idempotency_key=call.idempotency_key,
     )
     return v03.encode_send_result(result)
 
@@ -382,7 +394,10 @@ async def _stream_03(call: Call) -> Any:
     call.agent.require_streaming("message/stream")
     request = _via(v03.decode_send_params(_decode_any(call.params)), "0.3")
     stream = await call.agent.engine.send_stream(
-        request, caller=call.caller, extensions=activate_for_request(call.agent)
+        request,
+        caller=call.caller,
+        extensions=activate_for_request(call.agent),
+        idempotency_key=call.idempotency_key,
     )
     return _rpc_stream(call, stream, _v03_event, "0.3")
 
@@ -419,6 +434,7 @@ async def _send_01(call: Call) -> Any:
         new_task_id=task_id,
         caller=call.caller,
         extensions=activate_for_request(call.agent),
+        idempotency_key=call.idempotency_key,
     )
     if not isinstance(result, Task):  # cannot happen: a client-chosen id binds the run to a task
         raise InternalError("the agent answered a 0.1 tasks/send without a task")
@@ -434,6 +450,7 @@ async def _stream_01(call: Call) -> Any:
         new_task_id=task_id,
         caller=call.caller,
         extensions=activate_for_request(call.agent),
+        idempotency_key=call.idempotency_key,
     )
     return _rpc_stream(call, stream, _v01_encoder(), "0.1")
 
@@ -642,7 +659,15 @@ async def rpc(request: Request) -> Response:
         family, handler = resolve_family(version, env.method)
         request.scope[VERSION_KEY] = family
         last_event_id = request.headers.get("last-event-id")
-        call = Call(agent, env.params, req_id, last_event_id, caller_of(request), request)
+        call = Call(
+            agent,
+            env.params,
+            req_id,
+            last_event_id,
+            caller_of(request),
+            request,
+            request.headers.get("idempotency-key"),
+        )
         result = await handler(call)
         if isinstance(result, SseReply):
             return sse_response(result, hub.settings.server.sse_heartbeat)

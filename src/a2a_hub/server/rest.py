@@ -6,7 +6,9 @@ Errors use the spec's body: ``{"error": {"code", "status", "message", "details":
 (:func:`a2a_hub.server.errors.error_body`), answered by the binding's catch-all,
 :func:`~a2a_hub.server.errors.protocol_endpoint`.
 Bodies and query parameters may use the proto field names (``history_length``) as well as
-camelCase; sends activate the extensions the request asks for (``A2A-Extensions``).
+camelCase; sends activate the extensions the request asks for (``A2A-Extensions``) and
+are claimed under their ``Idempotency-Key`` header when it is there (a repeat with another
+message: HTTP 422, :mod:`a2a_hub.engine.claims`).
 ``A2A-Version: 1.1`` gets the 1.1 preview (:mod:`a2a_hub.engine.generation`): ``generation``
 in tasks and events, ``GET /tasks/{id}?currentGeneration=N`` as a long poll, and
 ``configuration.ifGenerationMatch`` on sends (409 on a mismatch).
@@ -185,7 +187,12 @@ async def send_message(request: Request) -> Response:
         request, await read_body(request, hub.settings.server.max_body_bytes), v11
     )
     send = agent.engine.send_v11 if v11 else agent.engine.send
-    result = await send(params, caller=caller_of(request), extensions=activate_for_request(agent))
+    result = await send(
+        params,
+        caller=caller_of(request),
+        extensions=activate_for_request(agent),
+        idempotency_key=request.headers.get("idempotency-key"),
+    )
     if isinstance(result, Task):
         return _ok(SendMessageResponse(task=result))
     return _ok(SendMessageResponse(message=result))
@@ -199,7 +206,10 @@ async def send_streaming_message(request: Request) -> Response:
     agent.require_streaming("SendStreamingMessage")
     params = _send_request(request, body, v11)
     stream = await agent.engine.send_stream(
-        params, caller=caller_of(request), extensions=activate_for_request(agent)
+        params,
+        caller=caller_of(request),
+        extensions=activate_for_request(agent),
+        idempotency_key=request.headers.get("idempotency-key"),
     )
     return _stream(hub, stream, v11)
 

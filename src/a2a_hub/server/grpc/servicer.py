@@ -15,6 +15,10 @@ Per call:
 * **caller** — an API key in the metadata ``x-api-key`` or ``authorization: Bearer KEY``,
   checked as over HTTP: ``UNAUTHENTICATED`` without one (on an agent that requires keys)
   or with a bad one, ``PERMISSION_DENIED`` for a key of other agents or scopes.
+* **safe retries** — metadata ``idempotency-key`` is the claim key of a send in place of
+  its ``messageId`` (as the ``Idempotency-Key`` header over HTTP): a repeat runs nothing
+  and gets what the first produced; a repeat with another message is ``INVALID_ARGUMENT``
+  (reason ``IDEMPOTENCY_KEY_REUSED``).
 * **resuming** — ``SubscribeToTask`` with metadata ``last-event-id: N`` replays the events
   after ``N`` first, like ``Last-Event-ID`` on SSE.
 * **the caller going away** — a blocking ``SendMessage`` whose call is cancelled (the client
@@ -74,6 +78,8 @@ class _Call(NamedTuple):
     requested: frozenset[str]
     #: ``a2a-version: 1.1``: the 1.1 preview (``generation``).
     v11: bool
+    #: The metadata ``idempotency-key`` (the claim key of a send), if any.
+    idempotency_key: str | None = None
 
 
 def _metadata(context: Context) -> dict[str, str]:
@@ -183,7 +189,8 @@ class A2AServicer:
         name = tenant or metadata.get(AGENT_METADATA, "").strip()
         agent = self.hub.agent(name) if name else self.hub.default_agent()
         requested = parse([metadata.get("a2a-extensions", "")])
-        return _Call(agent, await self._caller(agent, metadata), requested, preview(version))
+        caller = await self._caller(agent, metadata)
+        return _Call(agent, caller, requested, preview(version), metadata.get("idempotency-key"))
 
     async def _caller(self, agent: HostedAgent, metadata: dict[str, str]) -> Caller:
         """Who calls: the one place gRPC authentication plugs in (the counterpart of
@@ -221,7 +228,10 @@ class A2AServicer:
         # its own task, so that the call being cancelled leaves the agent's task running
         send = asyncio.ensure_future(
             (engine.send_v11 if call.v11 else engine.send)(
-                params, caller=call.caller, extensions=activated
+                params,
+                caller=call.caller,
+                extensions=activated,
+                idempotency_key=call.idempotency_key,
             )
         )
         send.add_done_callback(_retrieve)
@@ -336,7 +346,10 @@ class A2AServicer:
         params = convert.send_message_request(request, call.v11)
         activated = activate(call.agent, call.requested)
         stream = await call.agent.engine.send_stream(
-            params, caller=call.caller, extensions=activated
+            params,
+            caller=call.caller,
+            extensions=activated,
+            idempotency_key=call.idempotency_key,
         )
         try:
             await self._echo(context, activated)

@@ -168,6 +168,8 @@ class RpcConnection:
         self.where = f"agent {agent.id} (WebSocket JSON-RPC)"
         #: Request id -> the task answering a streaming request.
         self.streams: dict[str | int, asyncio.Task[None]] = {}
+        #: The ids of the streams a ``cancelStream`` is ending (no longer counted).
+        self.ending: set[str | int] = set()
         #: Every request in flight (streams included).
         self.calls: set[asyncio.Task[None]] = set()
         self._send_lock = asyncio.Lock()
@@ -264,7 +266,7 @@ class RpcConnection:
             self._spawn(self._refuse(req_id, err))
             return
         if frame is not None and frame.method == CANCEL_STREAM:
-            self._spawn(self._cancel_stream(frame))
+            self._cancel_stream(frame)
             return
         if frame is None or frame.method not in STREAMING_METHODS:
             self._spawn(self._unary(data))
@@ -288,7 +290,7 @@ class RpcConnection:
                 f"id {req_id!r} is the id of a stream still open on this socket; use a fresh id",
                 data={"id": str(req_id)},
             )
-        if len(self.streams) >= self.max_streams:
+        if len(self.streams) - len(self.ending) >= self.max_streams:
             return InvalidRequestError(
                 f"more than {self.max_streams} open streams on this socket (ws_max_streams); "
                 "cancelStream one or wait for one to end",
@@ -305,6 +307,7 @@ class RpcConnection:
     def _forget(self, req_id: str | int, call: asyncio.Task[None]) -> None:
         if self.streams.get(req_id) is call:
             del self.streams[req_id]
+            self.ending.discard(req_id)
 
     # --- requests -----------------------------------------------------------------
 
@@ -325,50 +328,59 @@ class RpcConnection:
         await self.send(reply)
 
     async def _stream(self, data: bytes, req_id: str | int) -> None:
-        """A streaming request: its events, then ``streamEnd`` (or an error, which ends it)."""
-        reply = await self._answer(data)
-        if not isinstance(reply, SseReply):  # refused before it started: the error ends it
-            await self.send(reply)
-            return
-        stream = reply.stream
-        head = b'{"jsonrpc":"2.0","id":' + _enc.encode(req_id)
+        """A streaming request: its events, then ``streamEnd`` (or an error, which ends it);
+        stopped by ``cancelStream``, it ends with ``streamEnd`` too."""
+        end = b'{"jsonrpc":"2.0","id":' + _enc.encode(req_id) + _STREAM_END
         try:
-            async for event in stream:
-                frame = reply.encode(event)
-                if frame is not None:
-                    await self.send(frame)
+            reply = await self._answer(data)
+            if not isinstance(reply, SseReply):  # refused before it started: the error ends it
+                await self.send(reply)
+                return
+            stream = reply.stream
+            try:
+                async for event in stream:
+                    frame = reply.encode(event)
+                    if frame is not None:
+                        await self.send(frame)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                err = protocol_error(exc, f"{self.where}: stream of task {stream.task_id}")
+                await self.send(reply.encode_error(err))
+                return
+            finally:
+                stream.close()
         except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            err = protocol_error(exc, f"{self.where}: stream of task {stream.task_id}")
-            await self.send(reply.encode_error(err))
-            return
-        finally:
-            stream.close()
-        await self.send(head + _STREAM_END)
+            if req_id not in self.ending:  # the socket closes
+                raise
+        await self.send(end)
 
-    async def _cancel_stream(self, frame: _Peek) -> None:
-        """``cancelStream``: stop the stream named, send its ``streamEnd``, then answer."""
+    def _cancel_stream(self, frame: _Peek) -> None:
+        """``cancelStream``: stop the stream named at once (in frame order: its slot is free
+        for the next frame); its ``streamEnd`` goes out, then the answer ``{}``."""
         try:
             ref = msgspec.convert(frame.params, _Ref)
         except msgspec.ValidationError as exc:
             err = InvalidParamsError(
                 f"cancelStream: {exc}; params must be {{'id': <the stream request's id>}}"
             )
-            await self._refuse(frame.id, err)
+            self._spawn(self._refuse(frame.id, err))
             return
         call = self.streams.get(ref.id)
-        if call is None:
+        if call is None or ref.id in self.ending:
             err = InvalidParamsError(
                 f"no open stream has id {ref.id!r} on this socket", data={"id": str(ref.id)}
             )
-            await self._refuse(frame.id, err)
+            self._spawn(self._refuse(frame.id, err))
             return
+        self.ending.add(ref.id)
         call.cancel()
+        self._spawn(self._stream_canceled(call, frame.id))
+
+    async def _stream_canceled(self, call: asyncio.Task[None], req_id: str | int | None) -> None:
         with contextlib.suppress(BaseException):
             await call
-        await self.send(b'{"jsonrpc":"2.0","id":' + _enc.encode(ref.id) + _STREAM_END)
-        await self.send(_result(frame.id, {}))
+        await self.send(_result(req_id, {}))
 
 
 async def first_frame_caller(

@@ -1,5 +1,9 @@
 """The WebSocket event channel of seed 003 at ``/a2a/{agent_id}/ws``.
 
+A client offering the subprotocol ``a2a.jsonrpc.v1`` (before ``a2a-hub``) gets the JSON-RPC
+binding over the socket instead (:mod:`a2a_hub.server.ws_rpc`, a preview of A2A #1864); the
+upgrade's caller, the first-frame key and the socket limits below are shared.
+
 One connection serves one client of one agent, as the caller
 :class:`~a2a_hub.server.caller.CallerMiddleware` found for the upgrade request.
 Client actions (JSON text frames, see :mod:`a2a_hub.server.ws_events`):

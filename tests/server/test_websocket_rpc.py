@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import websockets
 from a2a.server.jsonrpc_models import JSONRPCError
-from a2a.types import ListTasksResponse, SendMessageResponse
+from a2a.types import AgentCard, ListTasksResponse, SendMessageResponse
 from a2a.types import StreamResponse as SdkStreamResponse
 from a2a.types import Task as SdkTask
 from google.protobuf.json_format import ParseDict
@@ -97,7 +97,11 @@ SDK_RESULTS: dict[str, type[Any]] = {
     "GetTask": SdkTask,
     "CancelTask": SdkTask,
     "ListTasks": ListTasksResponse,
+    "GetExtendedAgentCard": AgentCard,
 }
+#: Parsed as the SDK's client parses them (``parse_lenient``): the hub's card carries 0.3
+#: fields beside the 1.0 ones (``securitySchemes.*.type``), on every binding.
+LENIENT = {"GetExtendedAgentCard"}
 
 
 def sdk_check(frame: dict[str, Any], method: str | None = None) -> None:
@@ -115,7 +119,7 @@ def sdk_check(frame: dict[str, Any], method: str | None = None) -> None:
     if result == STREAM_END and method in ("SendStreamingMessage", "SubscribeToTask"):
         return  # the binding's terminator
     if method in SDK_RESULTS:
-        ParseDict(result, SDK_RESULTS[method]())
+        ParseDict(result, SDK_RESULTS[method](), ignore_unknown_fields=method in LENIENT)
     else:  # cancelStream, authenticate: the binding's own methods
         assert method in ("cancelStream", "authenticate"), frame
 
@@ -294,7 +298,14 @@ async def test_unknown_agent_is_a_json_rpc_error_and_a_close(server: LiveServer)
 @pytest.fixture
 async def locked(tmp_path: Path) -> AsyncIterator[LiveServer]:
     settings = Settings.from_flat(
-        agents=[AgentSpec(id="locked", kind="echo", auth="api-key")],
+        agents=[
+            AgentSpec(
+                id="locked",
+                kind="echo",
+                auth="api-key",
+                extended_skills=[{"id": "sauce", "name": "Sauce", "description": "secret"}],
+            )
+        ],
         store="memory://",
         registry=f"sqlite:///{tmp_path}/registry.db",
     )
@@ -310,6 +321,10 @@ async def test_the_caller_of_the_upgrade_or_the_first_frame(locked: LiveServer) 
         sock = Sock(ws)
         await sock.call("s", "SendMessage", send["params"])
         assert "result" in await sock.until(of("s"))
+        await sock.call("card", "GetExtendedAgentCard")
+        card = (await sock.until(of("card")))["result"]
+        assert "sauce" in [s["id"] for s in card["skills"]]
+        assert card["supportedInterfaces"][0]["url"] == f"{locked.url}/a2a/locked"
     async with rpc_socket(locked, "locked") as ws:  # no key: the first frame carries it
         sock = Sock(ws)
         await sock.call(1, "authenticate", {"apiKey": key})

@@ -60,6 +60,7 @@ PUBLIC: dict[str, list[str]] = {
         "RestTransport",
         "StreamItem",
         "Transport",
+        "WebSocketTransport",
     ],
     "a2a_hub.engine": [
         "AgentExecutor",

@@ -38,7 +38,9 @@ Transport = Annotated[
         "--transport",
         metavar="NAME",
         help=default_help(
-            "jsonrpc-1.0, rest-1.0, jsonrpc-0.3 or jsonrpc-0.1.", "the best the card offers"
+            "jsonrpc-1.0, rest-1.0, jsonrpc-0.3, jsonrpc-0.1, or ws (A2A over WebSocket, "
+            "a preview: a2a-hub's <agent URL>/ws).",
+            "the best the card offers",
         ),
         show_default=False,
     ),

@@ -19,6 +19,7 @@ from a2a_hub.client.transports import (
     RestTransport,
     StreamItem,
     Transport,
+    WebSocketTransport,
 )
 from a2a_hub.protocol.errors import A2AError, UnsupportedOperationError
 from a2a_hub.protocol.types import (
@@ -44,6 +45,8 @@ TRANSPORTS: dict[str, tuple[str, str, type[Transport]]] = {
     "rest-1.0": ("HTTP+JSON", "1.0", RestTransport),
     "jsonrpc-0.3": ("JSONRPC", "0.3", JsonRpc03Transport),
     "jsonrpc-0.1": ("JSONRPC", "0.1", JsonRpc01Transport),
+    # only when asked for: a2a-hub serves it at <the JSON-RPC 1.0 URL>/ws (preview)
+    "ws": ("WEBSOCKET", "1.0", WebSocketTransport),
 }
 
 
@@ -97,7 +100,8 @@ class A2AClient:
 
     ``transport`` picks the interface: ``"jsonrpc-1.0"``, ``"rest-1.0"``,
     ``"jsonrpc-0.3"`` or ``"jsonrpc-0.1"``; by default the best one the card
-    offers, in that order.
+    offers, in that order.  ``"ws"`` (only when asked for) is A2A over WebSocket, a preview
+    of proposal #1864, at the card's JSON-RPC 1.0 URL plus ``/ws``.
     """
 
     def __init__(
@@ -166,7 +170,8 @@ class A2AClient:
         return all_headers
 
     async def close(self) -> None:
-        """Close the HTTP client if this object created it."""
+        """Close the transport's socket, and the HTTP client if this object created it."""
+        await self.transport.aclose()
         if self._owns_http:
             await self.http.aclose()
 
@@ -274,44 +279,49 @@ class A2AClient:
         last_id: int | None = None,
     ) -> AsyncIterator[StreamItem]:
         source = open_first()
-        failures = 0
-        resumed = False
-        while True:
-            try:
-                async for item in source:
-                    failures = 0
-                    task_id = task_id or _task_id(item.response)
-                    if item.id is not None:
-                        if last_id is not None and item.id <= last_id:
-                            continue
-                        last_id = item.id
-                    yield item
-                    if ends(item.response):
-                        return
-                reason = "the server closed the stream before the task settled"
-            except httpx.TransportError as exc:
-                reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            except UnsupportedOperationError:
-                # a server without replay refuses to follow a task that ended meanwhile
-                if not resumed or task_id is None:
-                    raise
-                task = await self.transport.get_task(task_id)
-                if not task.status.state.terminal:
-                    raise
-                yield StreamItem(None, StreamResponse(task=task))
-                return
-            if task_id is None:
-                raise StreamLostError(f"stream lost before any task was created ({reason})")
-            failures += 1
-            if self.retry.exhausted(failures):
-                raise StreamLostError(
-                    f"stream of task {task_id} lost and not resumed after "
-                    f"{failures - 1} tries ({reason})",
-                    data={"taskId": task_id, "lastEventId": last_id},
-                )
-            await self._sleep(self.retry.delay(failures))
-            source = self.transport.subscribe(task_id, last_id)
-            resumed = True
+        try:
+            failures = 0
+            resumed = False
+            while True:
+                try:
+                    async for item in source:
+                        failures = 0
+                        task_id = task_id or _task_id(item.response)
+                        if item.id is not None:
+                            if last_id is not None and item.id <= last_id:
+                                continue
+                            last_id = item.id
+                        yield item
+                        if ends(item.response):
+                            return
+                    reason = "the server closed the stream before the task settled"
+                except httpx.TransportError as exc:
+                    reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                except UnsupportedOperationError:
+                    # a server without replay refuses to follow a task that ended meanwhile
+                    if not resumed or task_id is None:
+                        raise
+                    task = await self.transport.get_task(task_id)
+                    if not task.status.state.terminal:
+                        raise
+                    yield StreamItem(None, StreamResponse(task=task))
+                    return
+                if task_id is None:
+                    raise StreamLostError(f"stream lost before any task was created ({reason})")
+                failures += 1
+                if self.retry.exhausted(failures):
+                    raise StreamLostError(
+                        f"stream of task {task_id} lost and not resumed after "
+                        f"{failures - 1} tries ({reason})",
+                        data={"taskId": task_id, "lastEventId": last_id},
+                    )
+                await self._sleep(self.retry.delay(failures))
+                source = self.transport.subscribe(task_id, last_id)
+                resumed = True
+        finally:  # a consumer leaving early closes the transport's stream at once
+            close = getattr(source, "aclose", None)
+            if close is not None:
+                await close()
 
 
 def _choose(card: AgentCard, wanted: str | None) -> tuple[str, AgentInterface]:
@@ -325,6 +335,8 @@ def _choose(card: AgentCard, wanted: str | None) -> tuple[str, AgentInterface]:
         for name, (binding, v, _) in TRANSPORTS.items():
             if iface.protocol_binding == binding and version == v:
                 offered.setdefault(name, iface)
+    if wanted == "ws" and "ws" not in offered and "jsonrpc-1.0" in offered:
+        return wanted, offered["jsonrpc-1.0"]  # a2a-hub: <its JSON-RPC URL>/ws
     if wanted is not None:
         if wanted not in TRANSPORTS:
             raise ValueError(f"unknown transport {wanted!r}; choose from {', '.join(TRANSPORTS)}")

@@ -8,7 +8,8 @@ side: :func:`protocol_error` is the one place that turns it into an
 protocol error and a JSON body, never a traceback or a bare 500.
 
 Each binding catches in one place and goes through :func:`protocol_error`: JSON-RPC in
-:func:`~a2a_hub.server.jsonrpc.rpc`; the HTTP+JSON endpoints (REST, cards, the chat page,
+:func:`~a2a_hub.server.jsonrpc.handle` (over HTTP and the WebSocket subprotocol
+``a2a.jsonrpc.v1``); the HTTP+JSON endpoints (REST, cards, the chat page,
 AG-UI until its stream starts) through :func:`protocol_endpoint`; an SSE stream once started
 in :mod:`~a2a_hub.server.sse`; a WebSocket in
 :meth:`~a2a_hub.server.ws.Connection.report`; an AG-UI stream in its event generator;

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 from starlette.requests import Request
@@ -31,6 +31,7 @@ from a2a_hub.engine.generation import with_generation
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol import fieldnames, v01, v03
 from a2a_hub.protocol.errors import (
+    A2AError,
     ContentTypeNotSupportedError,
     InternalError,
     InvalidParamsError,
@@ -60,7 +61,7 @@ from a2a_hub.server.scope import SERVED_VERSIONS, VERSION_KEY
 from a2a_hub.server.sse import SseReply, encoded_event, sse_response
 from a2a_hub.stores.base import TaskEvent
 
-__all__ = ["Call", "check_content_type", "resolve_family", "rpc"]
+__all__ = ["Answer", "Call", "check_content_type", "handle", "resolve_family", "rpc"]
 
 
 @dataclass(slots=True)
@@ -616,31 +617,36 @@ def check_content_type(content_type: str | None) -> None:
     )
 
 
-async def rpc(request: Request) -> Response:
-    """``POST`` on an agent's URL (or the root alias): one JSON-RPC request, any version.
+class Answer(NamedTuple):
+    """What :func:`handle` made of one JSON-RPC request: the encoded response (a result or
+    an error object), or the stream of a streaming method; the error answered, if any; the
+    family the request was served in (``None`` when none was resolved)."""
 
-    A request refused before its body is parsed (no such agent, a body over the
-    limit, a Content-Type that is not JSON) gets the error's HTTP status; after that
-    every error is a JSON-RPC error object with HTTP 200, except a missing credential
-    (401 with ``WWW-Authenticate``, e.g. ``GetExtendedAgentCard`` without a key).  Never
-    raises.
+    reply: bytes | SseReply
+    error: A2AError | None = None
+    family: str | None = None
+
+
+async def handle(
+    body: bytes,
+    agent: HostedAgent,
+    version: str | None,
+    caller: Caller,
+    *,
+    last_event_id: str | None = None,
+    idempotency_key: str | None = None,
+    request: Request | None = None,
+    where: str = "JSON-RPC",
+) -> Answer:
+    """One JSON-RPC request, already read, for any binding that carries it (``POST`` on an
+    agent's URL, a frame of the WebSocket binding :mod:`a2a_hub.server.ws_rpc`).
+
+    The catch-all of JSON-RPC: every failure is a JSON-RPC error object carrying the
+    request's ``id`` whenever it can be read.  Never raises.
     """
-    hub = hub_of(request)
     req_id: str | int | None = None
     family: str | None = None
-    status = 0  # until the body is read: the error's own HTTP status
-    where = "JSON-RPC"
     try:
-        agent = agent_of(request, hub)
-        where = f"agent {agent.id}"
-        body = await read_body(request, hub.settings.server.max_body_bytes)
-        version = a2a_version(request)
-        try:
-            check_content_type(request.headers.get("content-type"))
-        except ContentTypeNotSupportedError:
-            req_id = _readable_id(body)
-            raise
-        status = 200
         try:
             env = fieldnames.decode_with(_env_dec, body)
         except msgspec.ValidationError as exc:
@@ -657,28 +663,63 @@ async def rpc(request: Request) -> Response:
             family = _family_or_none(version)
             raise InvalidRequestError('jsonrpc must be "2.0"')
         family, handler = resolve_family(version, env.method)
-        request.scope[VERSION_KEY] = family
-        last_event_id = request.headers.get("last-event-id")
-        call = Call(
-            agent,
-            env.params,
-            req_id,
-            last_event_id,
-            caller_of(request),
-            request,
-            request.headers.get("idempotency-key"),
-        )
+        call = Call(agent, env.params, req_id, last_event_id, caller, request, idempotency_key)
         result = await handler(call)
         if isinstance(result, SseReply):
-            return sse_response(result, hub.settings.server.sse_heartbeat)
-        return Response(_enc.encode(_Ok("2.0", req_id, result)), media_type=JSON)
+            return Answer(result, None, family)
+        return Answer(_enc.encode(_Ok("2.0", req_id, result)), None, family)
     except Exception as exc:
         err = protocol_error(exc, where)
-        # a missing credential is a 401 on every binding (the extended card asks for one)
-        http_status = 401 if err.http_status == 401 else status or err.http_status
-        response = Response(
-            encode_error(req_id, err, family or "1.0"), http_status, media_type=JSON
-        )
-        if http_status == 401:
-            response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
-        return response
+        return Answer(encode_error(req_id, err, family or "1.0"), err, family)
+
+
+async def rpc(request: Request) -> Response:
+    """``POST`` on an agent's URL (or the root alias): one JSON-RPC request, any version.
+
+    A request refused before its body is parsed (no such agent, a body over the
+    limit, a Content-Type that is not JSON) gets the error's HTTP status; after that
+    every error is a JSON-RPC error object with HTTP 200 (:func:`handle`), except a missing
+    credential (401 with ``WWW-Authenticate``, e.g. ``GetExtendedAgentCard`` without a key).
+    Never raises.
+    """
+    hub = hub_of(request)
+    req_id: str | int | None = None
+    where = "JSON-RPC"
+    try:
+        agent = agent_of(request, hub)
+        where = f"agent {agent.id}"
+        body = await read_body(request, hub.settings.server.max_body_bytes)
+        version = a2a_version(request)
+        try:
+            check_content_type(request.headers.get("content-type"))
+        except ContentTypeNotSupportedError:
+            req_id = _readable_id(body)
+            raise
+        caller = caller_of(request)
+    except Exception as exc:
+        err = protocol_error(exc, where)
+        return _json_response(encode_error(req_id, err, "1.0"), err.http_status)
+    answer = await handle(
+        body,
+        agent,
+        version,
+        caller,
+        last_event_id=request.headers.get("last-event-id"),
+        idempotency_key=request.headers.get("idempotency-key"),
+        request=request,
+        where=where,
+    )
+    if answer.family is not None:
+        request.scope[VERSION_KEY] = answer.family
+    if isinstance(answer.reply, SseReply):
+        return sse_response(answer.reply, hub.settings.server.sse_heartbeat)
+    # a missing credential is a 401 on every binding (the extended card asks for one)
+    status = 401 if answer.error is not None and answer.error.http_status == 401 else 200
+    return _json_response(answer.reply, status)
+
+
+def _json_response(body: bytes, status: int) -> Response:
+    response = Response(body, status, media_type=JSON)
+    if status == 401:
+        response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+    return response

@@ -1,5 +1,9 @@
 """The WebSocket event channel of seed 003 at ``/a2a/{agent_id}/ws``.
 
+A client offering the subprotocol ``a2a.jsonrpc.v1`` (before ``a2a-hub``) gets the JSON-RPC
+binding over the socket instead (:mod:`a2a_hub.server.ws_rpc`, a preview of A2A #1864); the
+upgrade's caller, the first-frame key and the socket limits below are shared.
+
 One connection serves one client of one agent, as the caller
 :class:`~a2a_hub.server.caller.CallerMiddleware` found for the upgrade request.
 Client actions (JSON text frames, see :mod:`a2a_hub.server.ws_events`):
@@ -92,9 +96,10 @@ from a2a_hub.server.ws_events import (
     error_event,
     tool_parts,
 )
+from a2a_hub.server.ws_rpc import RPC_SUBPROTOCOL, RpcConnection, error_frame, first_frame_caller
 from a2a_hub.stores.base import TaskEvent
 
-__all__ = ["SUBPROTOCOL", "Connection", "websocket_endpoint"]
+__all__ = ["RPC_SUBPROTOCOL", "SUBPROTOCOL", "Connection", "websocket_endpoint"]
 
 log = logging.getLogger("a2a_hub.server.ws")
 
@@ -128,22 +133,39 @@ def _sockets(websocket: WebSocket) -> _Sockets:
     return found
 
 
+def _chosen(offered: list[str]) -> str | None:
+    """The subprotocol answered: the first of :data:`SUBPROTOCOL` and :data:`RPC_SUBPROTOCOL`
+    the client offers (none: the event channel without a subprotocol)."""
+    for name in offered:
+        if name in (SUBPROTOCOL, RPC_SUBPROTOCOL):
+            return name
+    return None
+
+
 async def websocket_endpoint(websocket: WebSocket) -> None:
-    """``/a2a/{agent_id}/ws`` (and ``/ws`` for the default agent)."""
+    """``/a2a/{agent_id}/ws`` (and ``/ws`` for the default agent).
+
+    The subprotocol ``a2a.jsonrpc.v1`` serves the JSON-RPC binding
+    (:mod:`a2a_hub.server.ws_rpc`); anything else, the event channel of seed 003.
+    """
     hub: Hub = websocket.app.state.hub
-    offered = websocket.scope.get("subprotocols") or []
-    subprotocol = SUBPROTOCOL if SUBPROTOCOL in offered else None
+    subprotocol = _chosen(websocket.scope.get("subprotocols") or [])
+    rpc = subprotocol == RPC_SUBPROTOCOL
     try:
         agent_id = websocket.path_params.get("agent_id")
         agent = hub.default_agent() if agent_id is None else hub.agent(agent_id)
     except A2AError as err:
         await websocket.accept(subprotocol)
-        await _send_error_and_close(websocket, err, CLOSE_POLICY)
+        await _send_error_and_close(websocket, err, CLOSE_POLICY, rpc=rpc)
         return
     settings = hub.settings.server
     await websocket.accept(subprotocol)
     if websocket.scope["state"].get(KEY_IN_FIRST_FRAME):
-        first = await _first_frame_caller(websocket, hub, agent)
+        first = await (
+            _first_rpc_frame_caller(websocket, hub, agent)
+            if rpc
+            else _first_frame_caller(websocket, hub, agent)
+        )
         if first is None:
             return
         caller = first
@@ -163,7 +185,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
             f"too many open WebSockets (limit {limit}); close one or try again later",
             data={"limit": limit},
         )
-        await _send_error_and_close(websocket, refusal, CLOSE_TRY_AGAIN)
+        await _send_error_and_close(websocket, refusal, CLOSE_TRY_AGAIN, rpc=rpc)
         return
     sockets.agents[agent.id] += 1
     if key is not None:
@@ -172,13 +194,28 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     if record:
         metrics.WEBSOCKETS_OPEN.inc()
     try:
-        await Connection(websocket, hub, agent, caller).run()
+        if rpc:
+            await RpcConnection(websocket, hub, agent, caller).run()
+        else:
+            await Connection(websocket, hub, agent, caller).run()
     finally:
         if record:
             metrics.WEBSOCKETS_OPEN.dec()
         sockets.agents[agent.id] -= 1
         if key is not None:
             sockets.keys[key] -= 1
+
+
+async def _first_rpc_frame_caller(
+    websocket: WebSocket, hub: Hub, agent: HostedAgent
+) -> Caller | None:
+    """:func:`_first_frame_caller` for the JSON-RPC subprotocol (its ``authenticate``)."""
+    within = min(hub.settings.server.ws_idle_timeout, _FIRST_FRAME_TIMEOUT)
+    found = await first_frame_caller(websocket, hub, agent, within)
+    if isinstance(found, A2AError):
+        await _send_error_and_close(websocket, found, CLOSE_POLICY, rpc=True)
+        return None
+    return found
 
 
 async def _first_frame_caller(websocket: WebSocket, hub: Hub, agent: HostedAgent) -> Caller | None:
@@ -221,9 +258,12 @@ async def _first_frame_caller(websocket: WebSocket, hub: Hub, agent: HostedAgent
     return caller
 
 
-async def _send_error_and_close(websocket: WebSocket, err: A2AError, code: int) -> None:
+async def _send_error_and_close(
+    websocket: WebSocket, err: A2AError, code: int, *, rpc: bool = False
+) -> None:
+    frame = error_frame(None, err) if rpc else _enc.encode(error_event(err))
     with contextlib.suppress(Exception):
-        await websocket.send_text(_enc.encode(error_event(err)).decode())
+        await websocket.send_text(frame.decode())
         await websocket.close(code, err.message[:120])
 
 

@@ -176,6 +176,14 @@ class ServerSettings(Section):
     ws_max_sockets: Annotated[
         int, setting("Open WebSockets allowed per agent.", ge=1, metavar="N")
     ] = 1000
+    ws_max_streams: Annotated[
+        int,
+        setting(
+            "Streams one WebSocket of the JSON-RPC subprotocol (a2a.jsonrpc.v1) may have open.",
+            ge=1,
+            metavar="N",
+        ),
+    ] = 32
     ws_max_sockets_per_key: Annotated[
         int, setting("Open WebSockets allowed per API key.", ge=1, metavar="N")
     ] = 20

@@ -94,6 +94,10 @@ class Transport(ABC):
     async def cancel_task(self, task_id: str) -> Task:
         """Cancel a task."""
 
+    async def aclose(self) -> None:
+        """Release what the transport holds of its own (a socket); the HTTP client stays."""
+        return None
+
     async def create_push_config(
         self, config: TaskPushNotificationConfig
     ) -> TaskPushNotificationConfig:

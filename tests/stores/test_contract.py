@@ -1052,6 +1052,25 @@ async def test_claim_message_reply_completes_only_its_own_claim(
     assert await store.claim_message(agent_id, "alice", "m-1", later) == answered
 
 
+async def test_claim_message_keeps_the_digest_of_its_request(store: Store, agent_id: str) -> None:
+    """The digest of the request that claimed a key comes back with the claim, and stays when
+    the reply completes it; a claim written without one (an older version) has ``""``."""
+    claim = MessageClaim(task_id="t-1", instance="a", created=time.time(), digest="d" * 32)
+    assert await store.claim_message(agent_id, "alice", "m-1", claim) is None
+    other = MessageClaim(task_id="t-2", created=time.time(), digest="e" * 32)
+    found = await store.claim_message(agent_id, "alice", "m-1", other)
+    assert found == claim and found is not None and found.digest == "d" * 32
+    answered = msgspec.structs.replace(claim, reply=reply_message("yes"))
+    assert await store.claim_message(agent_id, "alice", "m-1", answered) is None
+    found = await store.claim_message(agent_id, "alice", "m-1", other)
+    assert found is not None and found.digest == "d" * 32 and found.reply == reply_message("yes")
+    old = MessageClaim(task_id="t-3", created=time.time())
+    assert b"digest" not in msgspec.json.encode(old)  # as versions before digests wrote it
+    assert await store.claim_message(agent_id, "alice", "m-old", old) is None
+    found = await store.claim_message(agent_id, "alice", "m-old", other)
+    assert found == old and found is not None and found.digest == ""
+
+
 async def test_concurrent_claims_of_one_message_have_one_winner(
     harness: StoreHarness, agent_id: str
 ) -> None:

@@ -49,11 +49,14 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def hub_process(*agents: str, cwd: Path) -> Iterator[str]:
-    """``a2a-hub serve`` with ``agents`` (``--agent`` values) on a free port; its base URL."""
+def hub_process(
+    *agents: str, cwd: Path, store: str = "memory://", options: tuple[str, ...] = ()
+) -> Iterator[str]:
+    """``a2a-hub serve`` with ``agents`` (``--agent`` values) on a free port, over ``store``,
+    with more ``serve`` options; its base URL."""
     port = free_port()
     args = [sys.executable, "-m", "a2a_hub", "serve", "--port", str(port)]
-    args += ["--store", "memory://", "--log-level", "warning"]
+    args += ["--store", store, "--log-level", "warning", *options]
     for agent in agents:
         args += ["--agent", agent]
     log = open(cwd / f"hub-{port}.log", "wb")  # noqa: SIM115 - closed below

@@ -2,7 +2,8 @@
 
 One messageId sent 50 times at once, split over two instances and over every kind of
 send (JSON-RPC 1.0 blocking and non-blocking, REST, 0.3 ``message/send``, SSE, gRPC),
-runs the agent once; every answer names the task of that one run.  A Redis or
+runs the agent once; every answer names the task of that one run; the same id (or an
+``Idempotency-Key``) with another message is refused on the other instance.  A Redis or
 PostgreSQL server of the test's own stopped and started again during sends: a request
 answered with an error is either absent or the one its retry (same messageId) finds; no
 message runs twice, no task stays submitted, every blocking or streamed answer is in
@@ -163,6 +164,18 @@ def test_one_message_id_sent_50_times_over_two_instances_runs_once(
         # later repeats, on either instance, still answer with it
         assert asyncio.run(_one(b.url, agent, mid)) == task_ids[0]
         assert runs(folder) == {mid: 1}
+        # another message under that id, on the other instance: refused, nothing runs
+        refused = b.rpc(agent, "SendMessage", {"message": msg(mid, "other")})["error"]
+        assert refused["code"] == -32602, refused
+        assert refused["data"][0]["reason"] == "IDEMPOTENCY_KEY_REUSED"
+        # an Idempotency-Key claims across instances too, with the message it was used for
+        key, keyed = {"Idempotency-Key": uuid.uuid4().hex}, uuid.uuid4().hex
+        first = a.rpc(agent, "SendMessage", {"message": msg(keyed)}, **key)["result"]["task"]
+        again = b.rpc(agent, "SendMessage", {"message": msg(keyed)}, **key)["result"]["task"]
+        assert again["id"] == first["id"]
+        refused = b.rpc(agent, "SendMessage", {"message": msg(keyed, "other")}, **key)["error"]
+        assert refused["data"][0]["reason"] == "IDEMPOTENCY_KEY_REUSED", refused
+        assert runs(folder) == {mid: 1, keyed: 1}
     finally:
         a.stop()
         b.stop()

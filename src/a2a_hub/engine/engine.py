@@ -20,20 +20,30 @@ import logging
 from collections.abc import Callable, Mapping
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
-from a2a_hub.engine.claims import Claims
+from a2a_hub.engine.claims import Claims, claim_key
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.ending import cancel_stored_task
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.engine.flusher import Flusher
-from a2a_hub.engine.log import TaskLog, not_found
+from a2a_hub.engine.generation import stamped
+from a2a_hub.engine.log import LogTrimmedError, TaskLog, not_found
 from a2a_hub.engine.pubsub import DEFAULT_FEED_BUFFER, Feed, FeedItem, PubSub
 from a2a_hub.engine.push import PushConfigs, masked
-from a2a_hub.engine.requests import check_follow, check_history_length, task_query
+from a2a_hub.engine.requests import (
+    check_follow,
+    check_history_length,
+    check_idempotency_key,
+    task_query,
+)
 from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.runs import Runs
 from a2a_hub.engine.state import trim_history
 from a2a_hub.engine.stream import TaskStream
-from a2a_hub.protocol.errors import PermissionDeniedError, UnsupportedOperationError
+from a2a_hub.protocol.errors import (
+    InvalidParamsError,
+    PermissionDeniedError,
+    UnsupportedOperationError,
+)
 from a2a_hub.protocol.types import (
     ListTasksRequest,
     ListTasksResponse,
@@ -48,8 +58,6 @@ from a2a_hub.stores.coordinator import PUSH_CONFIG_SIGNAL, Signal
 log = logging.getLogger("a2a_hub.engine")
 
 __all__ = ["TaskEngine"]
-
-log = logging.getLogger("a2a_hub.engine")
 
 
 class TaskEngine:
@@ -78,7 +86,7 @@ class TaskEngine:
         #: Each task's events after a given seq (the store's: events are shown once written).
         coordinator = None if cluster is None else cluster.coordinator
         self.log = TaskLog(agent_id, store, self._runs, coordinator)
-        #: Idempotent sends: each message id of a caller runs once.
+        #: Idempotent sends: each message id (or Idempotency-Key) of a caller runs once.
         self.claims = Claims(agent_id, store, self._runs, self.log, self.pubsub, cluster)
         self._runs.claims = self.claims
         #: The tasks' push notification configs (the hub sets ``push.check_url``).
@@ -95,19 +103,24 @@ class TaskEngine:
         new_task_id: str | None = None,
         caller: Caller = ANONYMOUS,
         extensions: frozenset[str] = frozenset(),
+        idempotency_key: str | None = None,
     ) -> Task | Message:
         """Handle ``SendMessage``: answer with a Message, or a Task once it settles.
 
         ``new_task_id`` is the id a new task gets (0.1 clients choose their own);
         if a task with that id exists, the message continues it.  ``extensions`` are
-        the activated extensions (the executor's ``ctx.extensions``).  A message id the
-        caller already sent is answered with what its first request produced.
+        the activated extensions (the executor's ``ctx.extensions``).  The message is
+        claimed under ``idempotency_key`` (the request's ``Idempotency-Key``) if given,
+        else under its message id; a key the caller already used is answered with what
+        its first request produced, or refused if that request was another message
+        (:mod:`a2a_hub.engine.claims`).
         """
-        opened = await self._open(request, new_task_id, caller, extensions)
+        key = claim_key(request.message.message_id, idempotency_key)
+        opened = await self._open(request, new_task_id, caller, extensions, idempotency_key, key)
         config = request.configuration
         history_length = config.history_length if config is not None else None
         if isinstance(opened, MessageClaim):
-            return await self.claims.answer(request, caller.owner, opened)
+            return await self.claims.answer(request, caller.owner, key, opened)
         run = opened
         if config is not None and config.return_immediately:
             run.ensure_task()
@@ -128,6 +141,46 @@ class TaskEngine:
             return trim_history(result, history_length)
         return result
 
+    async def send_v11(
+        self,
+        request: SendMessageRequest,
+        *,
+        caller: Caller = ANONYMOUS,
+        extensions: frozenset[str] = frozenset(),
+        idempotency_key: str | None = None,
+    ) -> Task | Message:
+        """A2A 1.1 preview of :meth:`send`: a task is answered with its ``generation`` (the
+        seq it was answered at); ``configuration.ifGenerationMatch`` (a
+        :class:`~a2a_hub.protocol.types.SendMessageConfigurationV11`) is checked against a
+        continued task's generation before its message is claimed (TaskGenerationMismatch).
+        A message id (or ``idempotency_key``) already sent is answered with its task as it
+        is now."""
+        key = claim_key(request.message.message_id, idempotency_key)
+        opened = await self._open(request, None, caller, extensions, idempotency_key, key)
+        config = request.configuration
+        history_length = config.history_length if config is not None else None
+        if isinstance(opened, MessageClaim):
+            result = await self.claims.answer(request, caller.owner, key, opened)
+            if isinstance(result, Message):
+                return result
+            now = await self.log.snapshot(result.id)
+            assert now.event.task is not None
+            return stamped(trim_history(now.event.task, history_length), now.seq)
+        run = opened
+        if config is not None and config.return_immediately:
+            run.ensure_task()
+            try:
+                await run.flush()
+            finally:
+                run.driver = asyncio.ensure_future(self._drive(run))
+            return stamped(trim_history(run.snapshot(), history_length), run.seq)
+        run.driver = asyncio.current_task()
+        await self._drive(run, answer=True)
+        result = run.settled.result()
+        if isinstance(result, Task):
+            return stamped(trim_history(result, history_length), run.settled_seq)
+        return result
+
     async def begin(
         self,
         request: SendMessageRequest,
@@ -135,14 +188,19 @@ class TaskEngine:
         new_task_id: str | None = None,
         caller: Caller = ANONYMOUS,
         extensions: frozenset[str] = frozenset(),
+        idempotency_key: str | None = None,
     ) -> TaskRun:
         """Validate a send and prepare its run (not started): shared by send and stream.
 
-        A message id the caller already sent is refused here (it has no run to start)."""
-        opened = await self._open(request, new_task_id, caller, extensions, register=False)
+        A claim key the caller already used is refused here (it has no run to start)."""
+        key = claim_key(request.message.message_id, idempotency_key)
+        opened = await self._open(
+            request, new_task_id, caller, extensions, idempotency_key, key, register=False
+        )
         if isinstance(opened, MessageClaim):
+            what = "Message" if idempotency_key is None else "The message of this Idempotency-Key"
             raise UnsupportedOperationError(
-                f"Message {request.message.message_id} was already sent "
+                f"{what} {request.message.message_id} was already sent "
                 f"(task {opened.task_id}); follow that task",
                 data={"messageId": request.message.message_id, "taskId": opened.task_id},
             )
@@ -155,12 +213,15 @@ class TaskEngine:
         new_task_id: str | None = None,
         caller: Caller = ANONYMOUS,
         extensions: frozenset[str] = frozenset(),
+        idempotency_key: str | None = None,
     ) -> TaskStream:
         """``SendStreamingMessage``: the events of the turn this message starts, live (for
-        a message id already sent: those of its first request's turn)."""
-        opened = await self._open(request, new_task_id, caller, extensions)
+        a claim key already used, ``idempotency_key`` or the message id: those of its first
+        request's turn; refused if that request was another message)."""
+        key = claim_key(request.message.message_id, idempotency_key)
+        opened = await self._open(request, new_task_id, caller, extensions, idempotency_key, key)
         if isinstance(opened, MessageClaim):
-            return await self.claims.stream(request, caller.owner, opened)
+            return await self.claims.stream(request, caller.owner, key, opened)
         run = opened
         run.ctx.streaming = True
         fresh = run.task is None  # else a continued task: from its snapshot, new message included
@@ -177,23 +238,28 @@ class TaskEngine:
         new_task_id: str | None,
         caller: Caller,
         extensions: frozenset[str],
+        idempotency_key: str | None,
+        key: str,
         *,
         register: bool = True,
     ) -> TaskRun | MessageClaim:
-        """Open the run of a send (its message claimed) with its push configs loaded and,
-        with ``register``, the request's inline push config registered; or the claim of
-        the first request of a message id already sent.
+        """Open the run of a send (its message claimed under ``key``, the message id or
+        its checked ``idempotency_key``) with its push configs loaded and, with
+        ``register``, the request's inline push config registered; or the claim of the
+        first request of a key already used.
 
         A run that fails to be prepared is dropped when it has no task yet (nothing was
         written, the agent never ran); a task that exists runs anyway, so that the claim
         leads a retry to it (and it never stays submitted)."""
         _check_invoke(caller)
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
         config = request.configuration
         inline = config.task_push_notification_config if config is not None else None
         if register and inline is not None:
             await self.push.check(inline)  # bad input fails before the message is claimed
         opened = await self._runs.open(
-            request, new_task_id=new_task_id, caller=caller, extensions=extensions
+            request, new_task_id=new_task_id, caller=caller, extensions=extensions, key=key
         )
         if isinstance(opened, MessageClaim):
             return opened
@@ -212,18 +278,19 @@ class TaskEngine:
     async def _drive(self, run: TaskRun, *, answer: bool = False) -> None:
         """Drive ``run``; a direct reply of the agent is kept with the message's claim
         (before the request is answered, with ``answer``)."""
-        key = self._runs.claim_key(run.task_id)
+        claimed = self._runs.claimed(run.task_id)
         await run.drive()
-        if key is None or not run.settled.done() or run.settled.exception() is not None:
+        if claimed is None or not run.settled.done() or run.settled.exception() is not None:
             return
         reply = run.settled.result()
         if isinstance(reply, Message):
+            (owner, key), claim = claimed
             try:
-                await self.claims.record_reply(key[0], key[1], run.task_id, reply)
+                await self.claims.record_reply(owner, key, claim, reply)
             except Exception as exc:
                 if answer:
                     raise
-                log.warning("could not keep the reply to message %s: %s", key[1], exc)
+                log.warning("could not keep the reply to message %s: %s", key, exc)
 
     async def subscribe(
         self, task_id: str, after: int | None = None, *, caller: Caller = ANONYMOUS
@@ -296,6 +363,56 @@ class TaskEngine:
             return trim_history(written, history_length)
         task = (await self._record(task_id, caller)).task
         return trim_history(task, history_length)
+
+    async def get_task_v11(
+        self,
+        task_id: str,
+        history_length: int | None = None,
+        *,
+        caller: Caller = ANONYMOUS,
+        current_generation: int | None = None,
+        wait: float = 30.0,
+    ) -> Task:
+        """A2A 1.1 preview of :meth:`get_task`: the task with its ``generation``.
+
+        With ``current_generation``, a long poll: answered at once when the task's generation
+        is already past it (or the task is terminal: it never moves again), else when it
+        moves past it, or after ``wait`` seconds with the task as it is.  It waits on the
+        task's topic (and, for a task running on another instance, on the coordinator's
+        event wake-ups), as a subscription does."""
+        check_history_length(history_length)
+        if current_generation is not None and current_generation < 0:
+            raise InvalidParamsError("currentGeneration must be 0 or more")
+        await self._visible_now(task_id, caller)
+        now = await self.log.snapshot(task_id)
+        task = now.event.task
+        assert task is not None
+        if current_generation is None or now.seq > current_generation or _ended(task):
+            return stamped(trim_history(task, history_length), now.seq)
+        stream = TaskStream(self.log, self.pubsub, task_id, after=now.seq)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        try:
+            await stream.start()  # what was written since the snapshot, then live events
+            while (left := deadline - loop.time()) > 0:
+                event = await stream.next(left)
+                if event is None or event.seq > current_generation:
+                    break
+        except (StopAsyncIteration, LogTrimmedError):
+            pass  # the task moved on (or its log was trimmed): answer what it is now
+        finally:
+            stream.close()
+        now = await self.log.snapshot(task_id)
+        assert now.event.task is not None
+        return stamped(trim_history(now.event.task, history_length), now.seq)
+
+    async def _visible_now(self, task_id: str, caller: Caller) -> None:
+        """Refuse (not found) a task that does not exist or ``caller`` may not see."""
+        run = self._runs.get(task_id)
+        if run is not None and run.stored() is not None:
+            _check_sees(caller, run.owner, task_id)
+        else:
+            await self._record(task_id, caller)
 
     async def list_tasks(
         self, request: ListTasksRequest, *, caller: Caller = ANONYMOUS
@@ -430,6 +547,10 @@ def _check_invoke(caller: Caller) -> None:
             "This API key may read tasks but not call the agent: it needs the invoke scope",
             data={"scopes": sorted(caller.scopes)},
         )
+
+
+def _ended(task: Task) -> bool:
+    return task.status.state.terminal
 
 
 def _check_sees(caller: Caller, owner: str | None, task_id: str) -> None:

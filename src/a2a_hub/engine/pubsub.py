@@ -4,10 +4,10 @@ Every event of every task of one agent is handed to :meth:`PubSub.publish`, in
 each task's sequence order, synchronously and without ever blocking:
 
 * a **topic** per task holds the :class:`Subscription` of every stream following
-  that task (SSE today);
+  that task (SSE, gRPC streams, WebSocket and AG-UI follows);
 * the **feed** is every event of every task of the agent, as :class:`FeedItem`
-  ``(task_id, event, owner, request)``, for consumers that watch the whole agent (a
-  WebSocket connection, the conversation recorder, metrics); a feed opened for a
+  ``(task_id, event, owner, request)``, for consumers that watch the whole agent
+  (the conversation recorder today, through :meth:`TaskEngine.feed`); a feed opened for a
   caller gets only the events of the tasks that caller may see, and a feed may keep
   only the items it wants (``keep``).  Immediate message replies (no task) are
   published too, with ``seq`` 0: their message carries the context id, the

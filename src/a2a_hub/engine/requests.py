@@ -21,12 +21,16 @@ __all__ = [
     "check_continuation",
     "check_follow",
     "check_history_length",
+    "check_idempotency_key",
     "check_message",
     "task_query",
 ]
 
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 50
+
+#: The longest ``Idempotency-Key`` taken (a UUID is 36 characters).
+MAX_IDEMPOTENCY_KEY = 255
 
 
 def check_message(message: Message) -> None:
@@ -45,6 +49,19 @@ def check_message(message: Message) -> None:
             raise InvalidParamsError(
                 f"message.parts[{i}] must have exactly one of text, raw, url or data"
             )
+
+
+def check_idempotency_key(key: str) -> None:
+    """An ``Idempotency-Key``: 1 to 255 printable ASCII characters (no spaces at its ends)."""
+    if not key:
+        raise InvalidParamsError("The Idempotency-Key header must not be empty")
+    if len(key) > MAX_IDEMPOTENCY_KEY or not key.isascii() or not key.isprintable():
+        raise InvalidParamsError(
+            f"The Idempotency-Key header must be 1 to {MAX_IDEMPOTENCY_KEY} printable ASCII "
+            "characters (a UUID is a good key)"
+        )
+    if key != key.strip():
+        raise InvalidParamsError("The Idempotency-Key header must not start or end with spaces")
 
 
 def check_continuation(task: Task, message: Message) -> None:

@@ -10,12 +10,12 @@ keeps working (events that come during a write go into the next one) — so a
 blocking request that finishes at once costs a single store write.
 
 **Durable before visible**: an event is handed to listeners (the task's
-streams, the agent's feed and through it push delivery and WebSockets) only
-after the write that holds it succeeded, in order; what readers see of a
-running task (:meth:`TaskRun.stored`) is the task as written.  So every event id
-a client was ever given is in the store, and an instance that dies loses only
-events nobody saw; the next event id (the reaper's failure, say) names no event
-anybody saw.
+topic, so its streams — SSE, gRPC, WebSocket —, and the agent's feed) only after
+the write that holds it succeeded (push deliveries are queued in that same
+write), in order; what readers see of a running task (:meth:`TaskRun.stored`)
+is the task as written.  So every event id a client was ever given is in the
+store, and an instance that dies loses only events nobody saw; the next event
+id (the reaper's failure, say) names no event anybody saw.
 
 A run is given the pieces it works with (the executor, the store, the agent's
 :class:`PubSub`, the engine's :class:`Flusher` and table of runs, the
@@ -80,6 +80,7 @@ class TaskRun:
         "runs",
         "seq",
         "settled",
+        "settled_seq",
         "store",
         "tail",
         "task",
@@ -125,6 +126,8 @@ class TaskRun:
         self.executing = False
         self.cancel_requested = False
         self.settled: asyncio.Future[Task | Message] = asyncio.get_running_loop().create_future()
+        #: The seq of the task :attr:`settled` answers with (its 1.1 generation).
+        self.settled_seq = 0
         self.finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         #: Writes the run's end after an outage (see :meth:`_finish`), then ends the run.
         self.tail: asyncio.Task[None] | None = None
@@ -380,8 +383,9 @@ class TaskRun:
         self.settle(message)
 
     def settle(self, result: Task | Message) -> None:
-        """Answer the blocked request (first call wins)."""
+        """Answer the blocked request (first call wins); a task is the one at :attr:`seq`."""
         if not self.settled.done():
+            self.settled_seq = self.seq
             self.settled.set_result(result)
 
     # --- the executor's life -----------------------------------------------------------

@@ -5,8 +5,9 @@ it.  :meth:`Runs.open` turns an incoming message into a run, not yet started: a
 new task (created by the caller, who becomes its owner) or the next turn of an
 interrupted one.  A message naming a task the caller may not see is answered
 exactly as for an unknown task.  Before a run is handed out, its message is claimed
-(:class:`~a2a_hub.engine.claims.Claims`): a message id the caller already sent gives
-the claim of its first request instead of a run.
+(:class:`~a2a_hub.engine.claims.Claims`): a claim key (message id or Idempotency-Key)
+the caller already used gives the claim of its first request instead of a run, or,
+when that request was another message, the refusal.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ import msgspec
 
 from a2a_hub import metrics
 from a2a_hub.engine.caller import Caller
-from a2a_hub.engine.claims import Claims
+from a2a_hub.engine.claims import Claims, key_reused, send_digest
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.executor import AgentExecutor, RequestContext
 from a2a_hub.engine.flusher import Flusher
+from a2a_hub.engine.generation import check_generation
 from a2a_hub.engine.log import CONTINUE_HINT, not_found
 from a2a_hub.engine.pubsub import PubSub
 from a2a_hub.engine.requests import (
@@ -33,7 +35,13 @@ from a2a_hub.engine.requests import (
 from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.state import new_id
 from a2a_hub.protocol.errors import A2AError, UnsupportedOperationError
-from a2a_hub.protocol.types import Message, SendMessageRequest, StreamResponse, Task
+from a2a_hub.protocol.types import (
+    Message,
+    SendMessageConfigurationV11,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+)
 from a2a_hub.stores.base import MessageClaim, Store, StoredTask, TaskQuery
 
 __all__ = ["Runs"]
@@ -65,7 +73,7 @@ class Runs(dict[str, TaskRun]):
         self._began: dict[str, float] = {}
         #: The message claims (set by the engine, which builds them over this table).
         self.claims: Claims | None = None
-        #: Task id -> the (owner, message id) key and claim of the message its run serves.
+        #: Task id -> the (owner, claim key) and claim of the message its run serves.
         self._claimed: dict[str, tuple[tuple[str | None, str], MessageClaim]] = {}
 
     async def open(
@@ -75,35 +83,44 @@ class Runs(dict[str, TaskRun]):
         new_task_id: str | None,
         caller: Caller,
         extensions: frozenset[str] = frozenset(),
+        key: str | None = None,
     ) -> TaskRun | MessageClaim:
         """Validate a send, claim its message and prepare its run (not started).
 
         ``new_task_id`` is the id a new task gets (0.1 clients choose their own);
         if a task with that id exists, the message continues it.  ``extensions`` are
         the extensions the request activates (the executor's ``ctx.extensions``).
-        A message id the caller already sent to this agent returns the claim of its
-        first request (nothing runs); a failing claim raises the store's error.
+        ``key`` is the claim key (:func:`~a2a_hub.engine.claims.claim_key`; default: the
+        message id).  A key the caller already used on this agent returns the claim of
+        its first request (nothing runs), or raises ``IdempotencyKeyReusedError`` when
+        that request was another message; a failing claim raises the store's error.
         """
         message = request.message
         check_message(message)
         config = request.configuration
         if config is not None:
             check_history_length(config.history_length, "configuration.historyLength")
+        key = key or message.message_id
+        digest = send_digest(request)
         task_id = message.task_id or new_task_id
         if task_id is not None:
             held = self._claimed.get(task_id)
-            if held is not None and held[0] == (caller.owner, message.message_id):
+            if held is not None and held[0] == (caller.owner, key):
+                if held[1].digest != digest:
+                    raise key_reused(key, message.message_id)
                 return held[1]  # a repeat of the message this task's run serves
             self.refuse_if_running(task_id, caller)
             record = await self.store.get_task_record(self.agent_id, task_id)
             if record is not None and caller.sees(record.owner):
                 try:  # a refused message claims nothing, unless it is a repeat
+                    if isinstance(config, SendMessageConfigurationV11):  # 1.1 preview
+                        check_generation(task_id, config.if_generation_match, record.seq)
                     check_continuation(record.task, message)
                 except A2AError:
                     history = record.task.history or []
                     if all(m.message_id != message.message_id for m in history):
                         raise
-                claimed = await self._claim(caller, message.message_id, task_id, record.seq)
+                claimed = await self._claim(caller, key, message, task_id, record.seq, digest)
                 if claimed is not None:
                     return claimed
                 return self._continue(record, message, request, caller, extensions)
@@ -126,7 +143,7 @@ class Runs(dict[str, TaskRun]):
             owner=owner,
         )
         self.refuse_if_running(task_id, caller)
-        claimed = await self._claim(caller, message.message_id, task_id, 0)
+        claimed = await self._claim(caller, key, message, task_id, 0, digest)
         if claimed is not None:
             return claimed
         try:
@@ -136,20 +153,22 @@ class Runs(dict[str, TaskRun]):
             raise
         return self._add(ctx, owner, None, 0, new_task_id is not None)
 
-    def claim_key(self, task_id: str) -> tuple[str | None, str] | None:
-        """The (owner, message id) its run's message was claimed under, if it was."""
-        held = self._claimed.get(task_id)
-        return None if held is None else held[0]
+    def claimed(self, task_id: str) -> tuple[tuple[str | None, str], MessageClaim] | None:
+        """The (owner, claim key) its run's message was claimed under, and the claim, if
+        it was."""
+        return self._claimed.get(task_id)
 
     async def _claim(
-        self, caller: Caller, message_id: str, task_id: str, seq: int
+        self, caller: Caller, key: str, message: Message, task_id: str, seq: int, digest: str
     ) -> MessageClaim | None:
-        """Claim the message for ``task_id`` (see :meth:`open`)."""
+        """Claim ``key`` for ``task_id`` (see :meth:`open`)."""
         if self.claims is None:
             return None
-        claim, found = await self.claims.claim(caller.owner, message_id, task_id, seq)
+        claim, found = await self.claims.claim(caller.owner, key, task_id, seq, digest)
         if found is None:
-            self._claimed[task_id] = ((caller.owner, message_id), claim)
+            self._claimed[task_id] = ((caller.owner, key), claim)
+        elif found.digest and found.digest != digest:
+            raise key_reused(key, message.message_id)
         return found
 
     def _continue(

@@ -17,6 +17,7 @@ __all__ = [
     "ContentTypeNotSupportedError",
     "ExtendedAgentCardNotConfiguredError",
     "ExtensionSupportRequiredError",
+    "IdempotencyKeyReusedError",
     "InternalError",
     "InvalidAgentResponseError",
     "InvalidParamsError",
@@ -29,6 +30,7 @@ __all__ = [
     "PushNotificationNotSupportedError",
     "ResourceNotFoundError",
     "StoreUnavailableError",
+    "TaskGenerationMismatchError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
     "UnauthenticatedError",
@@ -102,6 +104,16 @@ class InvalidParamsError(A2AError):
     ws_code = "invalid_params"
     grpc_status = "INVALID_ARGUMENT"
     default_message = "Invalid parameters"
+
+
+class IdempotencyKeyReusedError(InvalidParamsError):
+    """A send whose ``Idempotency-Key`` (or ``messageId``) was already used by the same
+    caller for another message: invalid params on JSON-RPC (with its own ``reason``),
+    HTTP 422, gRPC ``INVALID_ARGUMENT``."""
+
+    http_status = 422
+    reason = "IDEMPOTENCY_KEY_REUSED"
+    default_message = "The idempotency key was already used for another message"
 
 
 class InternalError(A2AError):
@@ -212,6 +224,18 @@ class VersionNotSupportedError(A2AError):
     default_message = "Protocol version not supported"
 
 
+class TaskGenerationMismatchError(A2AError):
+    """A2A 1.1 preview: ``ifGenerationMatch`` is not the task's generation (the dev-1.1
+    spec's §5.4: JSON-RPC -32010, gRPC ``ABORTED``, HTTP 409 Conflict)."""
+
+    code = -32010
+    http_status = 409
+    reason = "TASK_GENERATION_MISMATCH"
+    ws_code = "task_generation_mismatch"
+    grpc_status = "ABORTED"
+    default_message = "Task generation mismatch"
+
+
 class AgentNotFoundError(A2AError):
     """No agent with that id is hosted here (HTTP 404; JSON-RPC -32601 has no better fit)."""
 
@@ -306,12 +330,14 @@ _BY_CODE: dict[int, type[A2AError]] = {
         ExtendedAgentCardNotConfiguredError,
         ExtensionSupportRequiredError,
         VersionNotSupportedError,
+        TaskGenerationMismatchError,
     )
 }
 
 
 _BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in _BY_CODE.values()}
 _BY_REASON["INTERNAL"] = InternalError
+_BY_REASON[IdempotencyKeyReusedError.reason] = IdempotencyKeyReusedError
 _BY_REASON["UNAUTHENTICATED"] = UnauthenticatedError
 _BY_REASON["PERMISSION_DENIED"] = PermissionDeniedError
 

@@ -4,6 +4,13 @@ Every struct mirrors a message of ``specification/a2a.proto`` in its JSON form
 (camelCase names, enums as their proto names, defaults left out).  Requests are
 decoded straight from bytes into these structs; the 0.3 and 0.1 codecs translate
 to and from them at the edge.  Nothing else in the package defines wire types.
+
+**A2A 1.1 preview** (the ``dev-1.1`` branch of a2aproject/A2A, commit ``28491879``, PR
+#1810): ``generation`` on :class:`Task` and on the status and artifact events is set only in
+answers to ``A2A-Version: 1.1`` requests (the engine never sets it, and 0 is left out of the
+JSON, so 1.0 and 0.3 answers do not change); the 1.1 request fields (``currentGeneration``,
+``ifGenerationMatch``) live on the ``…V11`` request types, which only 1.1 requests are decoded
+into (a 1.0 request carrying them is unchanged: unknown fields are ignored).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ __all__ = [
     "CancelTaskRequest",
     "GetExtendedAgentCardRequest",
     "GetTaskRequest",
+    "GetTaskRequestV11",
     "HTTPAuthSecurityScheme",
     "ListTasksRequest",
     "ListTasksResponse",
@@ -35,7 +43,9 @@ __all__ = [
     "SecurityRequirement",
     "SecurityScheme",
     "SendMessageConfiguration",
+    "SendMessageConfigurationV11",
     "SendMessageRequest",
+    "SendMessageRequestV11",
     "SendMessageResponse",
     "StreamResponse",
     "StringList",
@@ -150,6 +160,8 @@ class Task(_Wire):
     artifacts: list[Artifact] | None = None
     history: list[Message] | None = None
     metadata: dict[str, Any] | None = None
+    #: A2A 1.1 preview: the seq of the last event of the task's log (0: not shown).
+    generation: int = 0
 
 
 class TaskStatusUpdateEvent(_Wire):
@@ -159,6 +171,8 @@ class TaskStatusUpdateEvent(_Wire):
     context_id: str
     status: TaskStatus
     metadata: dict[str, Any] | None = None
+    #: A2A 1.1 preview: the task's generation after this event, its seq (0: not shown).
+    generation: int = 0
 
 
 class TaskArtifactUpdateEvent(_Wire):
@@ -170,6 +184,8 @@ class TaskArtifactUpdateEvent(_Wire):
     append: bool = False
     last_chunk: bool = False
     metadata: dict[str, Any] | None = None
+    #: A2A 1.1 preview: the task's generation after this event, its seq (0: not shown).
+    generation: int = 0
 
 
 class StreamResponse(_Wire):
@@ -254,6 +270,24 @@ class GetTaskRequest(_Wire):
     id: str
     history_length: int | None = None
     tenant: str | None = None
+
+
+class SendMessageConfigurationV11(SendMessageConfiguration):
+    """A2A 1.1 preview: ``ifGenerationMatch``, the generation the task must be at."""
+
+    if_generation_match: int | None = None
+
+
+class SendMessageRequestV11(SendMessageRequest):
+    """A2A 1.1 preview: params of ``SendMessage`` with the 1.1 configuration."""
+
+    configuration: SendMessageConfigurationV11 | None = None
+
+
+class GetTaskRequestV11(GetTaskRequest):
+    """A2A 1.1 preview: ``currentGeneration`` makes ``GetTask`` a long poll."""
+
+    current_generation: int | None = None
 
 
 class TaskIdRequest(_Wire):

@@ -17,7 +17,7 @@ from a2a_hub.protocol.errors import (
     UnsupportedOperationError,
 )
 from a2a_hub.server.caller import caller_of
-from a2a_hub.server.errors import JSON, protocol_error, rest_error
+from a2a_hub.server.errors import JSON, protocol_endpoint
 from a2a_hub.server.http import agent_of, hub_of
 
 __all__ = ["context_messages"]
@@ -25,30 +25,28 @@ __all__ = ["context_messages"]
 _enc = msgspec.json.Encoder()
 
 
+@protocol_endpoint
 async def context_messages(request: Request) -> Response:
     """``GET /contexts/{contextId}/messages?pageSize=&pageToken=``: the conversation's
     messages in order, to its owner (others: not found, as for an unknown context)."""
-    try:
-        hub = hub_of(request)
-        agent = agent_of(request, hub)
-        context_id = request.path_params["context_id"]
-        size = _int(request, "pageSize", 50)
-        after = _int(request, "pageToken", 0)
-        if hub.registry is None:
-            raise UnsupportedOperationError(
-                "this hub keeps no conversations (it has no registry: configure auth)"
-            )
-        found = await hub.registry.conversation(
-            agent.id, context_id, after=after, limit=max(1, min(size, 500))
+    hub = hub_of(request)
+    agent = agent_of(request, hub)
+    context_id = request.path_params["context_id"]
+    size = _int(request, "pageSize", 50)
+    after = _int(request, "pageToken", 0)
+    if hub.registry is None:
+        raise UnsupportedOperationError(
+            "this hub keeps no conversations (it has no registry: configure auth)"
         )
-        if found is None or not caller_of(request).sees(found[0]):
-            raise ResourceNotFoundError(f"No conversation {context_id!r}")
-        _, page = found
-        next_token = str(page[-1][0]) if len(page) == max(1, min(size, 500)) else ""
-        body = {"messages": [m for _, m in page], "nextPageToken": next_token}
-        return Response(_enc.encode(body), media_type=JSON)
-    except Exception as exc:
-        return rest_error(protocol_error(exc, f"GET {request.url.path}"))
+    found = await hub.registry.conversation(
+        agent.id, context_id, after=after, limit=max(1, min(size, 500))
+    )
+    if found is None or not caller_of(request).sees(found[0]):
+        raise ResourceNotFoundError(f"No conversation {context_id!r}")
+    _, page = found
+    next_token = str(page[-1][0]) if len(page) == max(1, min(size, 500)) else ""
+    body = {"messages": [m for _, m in page], "nextPageToken": next_token}
+    return Response(_enc.encode(body), media_type=JSON)
 
 
 def _int(request: Request, name: str, default: int) -> int:

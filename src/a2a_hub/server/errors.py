@@ -121,10 +121,10 @@ def error_info(err: A2AError) -> dict[str, Any]:
 
 
 def encode_error(req_id: str | int | None, err: A2AError, family: str | None) -> bytes:
-    """A JSON-RPC error response for ``err`` (1.0: ``data`` is a list holding its ErrorInfo)."""
+    """A JSON-RPC error response for ``err`` (1.x: ``data`` is a list holding its ErrorInfo)."""
     metrics.count_error("jsonrpc", err.code, err.reason)
     data: Any = None
-    if family == "1.0":
+    if family == "1.0" or family == "1.1":
         data = [error_info(err)]
     elif err.data:
         data = err.data

@@ -1,7 +1,8 @@
 """JSON-RPC 2.0 binding for every A2A version: 1.0, 0.3 (and 0.2), and the 0.1 legacy methods.
 
 The version is chosen by the ``A2A-Version`` header (or query parameter) and the
-method name: ``1.x`` serves the PascalCase 1.0 methods, ``0.3``/``0.2`` the
+method name: ``1.x`` serves the PascalCase 1.0 methods (``1.1``: with the 1.1 preview's
+``generation``, see :mod:`a2a_hub.engine.generation`), ``0.3``/``0.2`` the
 slash-named 0.3 methods plus the 0.1 legacy ones, ``0.1`` the legacy ones.
 Without a version the method name decides (a PascalCase name is served as
 1.0, a slash name as 0.3 or 0.1), so a plain ``curl -H 'content-type: application/json'``
@@ -11,7 +12,8 @@ does, carrying the request's ``id`` whenever it can be read, even from an invali
 with HTTP 415 before anything else (:func:`check_content_type`).  1.0 params may use the proto field
 names (``history_length``) as well as camelCase (:mod:`a2a_hub.protocol.fieldnames`).  The
 send and stream methods of every version activate the extensions the request asks for
-(:mod:`a2a_hub.server.extensions`).
+(:mod:`a2a_hub.server.extensions`) and are claimed under the ``Idempotency-Key`` header
+when it is there, in place of the message id (:mod:`a2a_hub.engine.claims`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
+from a2a_hub.engine.generation import with_generation
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol import fieldnames, v01, v03
 from a2a_hub.protocol.errors import (
@@ -38,8 +41,10 @@ from a2a_hub.protocol.errors import (
 )
 from a2a_hub.protocol.types import (
     GetTaskRequest,
+    GetTaskRequestV11,
     ListTasksRequest,
     SendMessageRequest,
+    SendMessageRequestV11,
     SendMessageResponse,
     StreamResponse,
     Task,
@@ -60,7 +65,8 @@ __all__ = ["Call", "check_content_type", "resolve_family", "rpc"]
 
 @dataclass(slots=True)
 class Call:
-    """One JSON-RPC call: the agent, raw params, request id, ``Last-Event-ID``, and the caller."""
+    """One JSON-RPC call: the agent, raw params, request id, ``Last-Event-ID``, the caller,
+    the HTTP request and its ``Idempotency-Key`` header (the claim key of a send)."""
 
     agent: HostedAgent
     params: msgspec.Raw
@@ -68,6 +74,14 @@ class Call:
     last_event_id: str | None = None
     caller: Caller = ANONYMOUS
     request: Request | None = None
+    idempotency_key: str | None = None
+
+    @property
+    def long_poll_timeout(self) -> float:
+        """How long a 1.1 long-polling GetTask waits (``long_poll_timeout``)."""
+        if self.request is None:
+            return 30.0
+        return hub_of(self.request).settings.server.long_poll_timeout
 
 
 Handler = Callable[[Call], Awaitable[Any]]
@@ -139,6 +153,13 @@ def _rpc_stream(
         def event(ev: TaskEvent) -> bytes | None:
             return None if is_internal(ev.event) else head + encoded_event(ev) + b"}"
 
+    elif encode is _v11_event:  # 1.1 preview: each event with its generation
+
+        def event(ev: TaskEvent) -> bytes | None:
+            if is_internal(ev.event):
+                return None
+            return _enc.encode(_Ok("2.0", req_id, with_generation(ev)))
+
     else:
 
         def event(ev: TaskEvent) -> bytes | None:
@@ -175,7 +196,10 @@ async def _extended_card(call: Call) -> Any:
 async def _send_10(call: Call) -> Any:
     request = _via(_decode(call.params, SendMessageRequest), None)
     result = await call.agent.engine.send(
-        request, caller=call.caller, extensions=activate_for_request(call.agent)
+        request,
+        caller=call.caller,
+        extensions=activate_for_request(call.agent),
+        idempotency_key=call.idempotency_key,
     )
     if isinstance(result, Task):
         return SendMessageResponse(task=result)
@@ -186,7 +210,10 @@ async def _stream_10(call: Call) -> Any:
     call.agent.require_streaming("SendStreamingMessage")
     request = _via(_decode(call.params, SendMessageRequest), None)
     stream = await call.agent.engine.send_stream(
-        request, caller=call.caller, extensions=activate_for_request(call.agent)
+        request,
+        caller=call.caller,
+        extensions=activate_for_request(call.agent),
+        idempotency_key=call.idempotency_key,
     )
     return _rpc_stream(call, stream, _v10_event, "1.0")
 
@@ -282,6 +309,68 @@ V10: dict[str, Handler] = {
     "GetExtendedAgentCard": _extended_card,
 }
 
+# --- 1.1 preview (dev-1.1 of a2aproject/A2A: generation) ---------------------------------
+
+
+def _v11_event(event: StreamResponse) -> StreamResponse | None:  # marks the 1.1 encoding
+    return None if is_internal(event) else event
+
+
+async def _send_11(call: Call) -> Any:
+    request = _via(_decode(call.params, SendMessageRequestV11), None)
+    result = await call.agent.engine.send_v11(
+        request, caller=call.caller, extensions=activate_for_request(call.agent)
+    )
+    if isinstance(result, Task):
+        return SendMessageResponse(task=result)
+    return SendMessageResponse(message=result)
+
+
+async def _stream_11(call: Call) -> Any:
+    call.agent.require_streaming("SendStreamingMessage")
+    request = _via(_decode(call.params, SendMessageRequestV11), None)
+    stream = await call.agent.engine.send_stream(
+        request, caller=call.caller, extensions=activate_for_request(call.agent)
+    )
+    return _rpc_stream(call, stream, _v11_event, "1.1")
+
+
+async def _subscribe_11(call: Call) -> Any:
+    call.agent.require_streaming("SubscribeToTask")
+    req = _decode(call.params, TaskIdRequest)
+    stream = await call.agent.engine.subscribe(
+        req.id, _position(call, req.metadata), caller=call.caller
+    )
+    return _rpc_stream(call, stream, _v11_event, "1.1")
+
+
+async def _get_11(call: Call) -> Any:
+    req = _decode(call.params, GetTaskRequestV11)
+    return await call.agent.engine.get_task_v11(
+        req.id,
+        req.history_length,
+        caller=call.caller,
+        current_generation=req.current_generation,
+        wait=call.long_poll_timeout,
+    )
+
+
+async def _cancel_11(call: Call) -> Any:
+    task_id = _decode(call.params, TaskIdRequest).id
+    engine = call.agent.engine
+    await engine.cancel_task(task_id, caller=call.caller)
+    return await engine.get_task_v11(task_id, caller=call.caller)
+
+
+V11: dict[str, Handler] = {
+    **V10,
+    "SendMessage": _send_11,
+    "SendStreamingMessage": _stream_11,
+    "GetTask": _get_11,
+    "CancelTask": _cancel_11,
+    "SubscribeToTask": _subscribe_11,
+}
+
 # --- 0.3 and 0.1 ---------------------------------------------------------------------
 
 
@@ -293,7 +382,10 @@ def _encode_old(task: Task) -> dict[str, Any]:
 async def _send_03(call: Call) -> Any:
     request = _via(v03.decode_send_params(_decode_any(call.params)), "0.3")
     result = await call.agent.engine.send(
-        request, caller=call.caller, extensions=activate_for_request(call.agent)
+        request,
+        caller=call.caller,
+        extensions=activate_for_request(call.agent),
+        idempotency_key=call.idempotency_key,
     )
     return v03.encode_send_result(result)
 
@@ -302,7 +394,10 @@ async def _stream_03(call: Call) -> Any:
     call.agent.require_streaming("message/stream")
     request = _via(v03.decode_send_params(_decode_any(call.params)), "0.3")
     stream = await call.agent.engine.send_stream(
-        request, caller=call.caller, extensions=activate_for_request(call.agent)
+        request,
+        caller=call.caller,
+        extensions=activate_for_request(call.agent),
+        idempotency_key=call.idempotency_key,
     )
     return _rpc_stream(call, stream, _v03_event, "0.3")
 
@@ -339,6 +434,7 @@ async def _send_01(call: Call) -> Any:
         new_task_id=task_id,
         caller=call.caller,
         extensions=activate_for_request(call.agent),
+        idempotency_key=call.idempotency_key,
     )
     if not isinstance(result, Task):  # cannot happen: a client-chosen id binds the run to a task
         raise InternalError("the agent answered a 0.1 tasks/send without a task")
@@ -354,6 +450,7 @@ async def _stream_01(call: Call) -> Any:
         new_task_id=task_id,
         caller=call.caller,
         extensions=activate_for_request(call.agent),
+        idempotency_key=call.idempotency_key,
     )
     return _rpc_stream(call, stream, _v01_encoder(), "0.1")
 
@@ -433,7 +530,12 @@ V01: dict[str, Handler] = {
     "tasks/pushNotification/get": _push_get_01,
 }
 
-_FAMILIES: dict[str, dict[str, Handler]] = {"1.0": V10, "0.3": {**V01, **V03}, "0.1": V01}
+_FAMILIES: dict[str, dict[str, Handler]] = {
+    "1.1": V11,
+    "1.0": V10,
+    "0.3": {**V01, **V03},
+    "0.1": V01,
+}
 
 
 def resolve_family(version: str | None, method: str) -> tuple[str, Handler]:
@@ -462,15 +564,15 @@ def resolve_family(version: str | None, method: str) -> tuple[str, Handler]:
 
 def _family_of(version: str) -> str:
     major, _, minor = version.strip().partition(".")
-    if major == "1":
-        return "1.0"
+    if major == "1":  # 1.1: the preview (see server/scope.py); any other 1.x is 1.0
+        return "1.0" if minor == "0" or minor.partition(".")[0] != "1" else "1.1"
     if major == "0" and minor.split(".")[0] in ("2", "3"):
         return "0.3"
     if major == "0" and minor.split(".")[0] == "1":
         return "0.1"
     raise VersionNotSupportedError(
         f"A2A version {version!r} is not supported; this server speaks {SERVED_VERSIONS}",
-        data={"requested": version, "supported": "1.0,0.3,0.2,0.1"},
+        data={"requested": version, "supported": "1.1,1.0,0.3,0.2,0.1"},
     )
 
 
@@ -557,7 +659,15 @@ async def rpc(request: Request) -> Response:
         family, handler = resolve_family(version, env.method)
         request.scope[VERSION_KEY] = family
         last_event_id = request.headers.get("last-event-id")
-        call = Call(agent, env.params, req_id, last_event_id, caller_of(request), request)
+        call = Call(
+            agent,
+            env.params,
+            req_id,
+            last_event_id,
+            caller_of(request),
+            request,
+            request.headers.get("idempotency-key"),
+        )
         result = await handler(call)
         if isinstance(result, SseReply):
             return sse_response(result, hub.settings.server.sse_heartbeat)

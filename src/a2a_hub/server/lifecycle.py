@@ -2,7 +2,7 @@
 
 A service owns its start and its stop: ``async with service`` starts it, leaving the
 block stops it.  The hub lists its own (:meth:`a2a_hub.server.hub.Hub.services`) and
-the app's lifespan adds the retention job and the drain; one
+the app's lifespan adds the drain and the retention job; one
 :class:`contextlib.AsyncExitStack` enters them in order and leaves them in reverse, so
 a failure while starting stops what had started, and adding a service is one line.
 

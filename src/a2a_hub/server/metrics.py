@@ -1,6 +1,7 @@
 """What the server records: the request middleware, the task watcher and ``GET /metrics``.
 
-:class:`MetricsMiddleware` (pure ASGI, the outermost layer) times every HTTP
+:class:`MetricsMiddleware` (pure ASGI, the outermost of the hub's own middleware; only
+tracing, when on, wraps it) times every HTTP
 request by route template, binding, A2A version, method and status, and writes
 the access log (``--access-log off|plain|json``).  Streams are timed by
 :mod:`a2a_hub.server.sse` with their own metrics, not here.

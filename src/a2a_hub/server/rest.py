@@ -6,18 +6,24 @@ Errors use the spec's body: ``{"error": {"code", "status", "message", "details":
 (:func:`a2a_hub.server.errors.error_body`), answered by the binding's catch-all,
 :func:`~a2a_hub.server.errors.protocol_endpoint`.
 Bodies and query parameters may use the proto field names (``history_length``) as well as
-camelCase; sends activate the extensions the request asks for (``A2A-Extensions``).
+camelCase; sends activate the extensions the request asks for (``A2A-Extensions``) and
+are claimed under their ``Idempotency-Key`` header when it is there (a repeat with another
+message: HTTP 422, :mod:`a2a_hub.engine.claims`).
+``A2A-Version: 1.1`` gets the 1.1 preview (:mod:`a2a_hub.engine.generation`): ``generation``
+in tasks and events, ``GET /tasks/{id}?currentGeneration=N`` as a long poll, and
+``configuration.ifGenerationMatch`` on sends (409 on a mismatch).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from a2a_hub.engine.generation import with_generation
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol import fieldnames
 from a2a_hub.protocol.errors import (
@@ -28,6 +34,7 @@ from a2a_hub.protocol.errors import (
 from a2a_hub.protocol.types import (
     ListTasksRequest,
     SendMessageRequest,
+    SendMessageRequestV11,
     SendMessageResponse,
     Task,
     TaskPushNotificationConfig,
@@ -38,7 +45,7 @@ from a2a_hub.server.errors import error_body, protocol_endpoint
 from a2a_hub.server.extensions import activate_for_request
 from a2a_hub.server.http import a2a_version, agent_of, hub_of, is_json, read_body
 from a2a_hub.server.hub import HostedAgent, Hub
-from a2a_hub.server.scope import SERVED_VERSIONS
+from a2a_hub.server.scope import SERVED_VERSIONS, preview
 from a2a_hub.server.sse import SseReply, encoded_event, sse_response
 from a2a_hub.stores.base import TaskEvent
 
@@ -73,12 +80,20 @@ def check_version(version: str | None) -> None:
         )
 
 
-def _target(request: Request) -> tuple[Hub, HostedAgent]:
+class _Target(NamedTuple):
+    hub: Hub
+    agent: HostedAgent
+    #: ``A2A-Version: 1.1``: the 1.1 preview (see :func:`preview`).
+    v11: bool
+
+
+def _target(request: Request) -> _Target:
     """The hub and agent of a REST request, its ``A2A-Version`` checked."""
     hub = hub_of(request)
     agent = agent_of(request, hub)
-    check_version(a2a_version(request))
-    return hub, agent
+    version = a2a_version(request)
+    check_version(version)
+    return _Target(hub, agent, preview(version))
 
 
 def _ok(result: Any) -> Response:
@@ -140,10 +155,11 @@ def _state_param(request: Request) -> TaskState | None:
     )
 
 
-def _send_request(request: Request, body: bytes) -> SendMessageRequest:
+def _send_request(request: Request, body: bytes, v11: bool) -> SendMessageRequest:
     _check_json(request, body)
+    kind = SendMessageRequestV11 if v11 else SendMessageRequest
     try:
-        return fieldnames.decode(body, SendMessageRequest)
+        return fieldnames.decode(body, kind)
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(
             f"invalid request body: {str(exc).replace('`$', '`body')}"
@@ -152,20 +168,30 @@ def _send_request(request: Request, body: bytes) -> SendMessageRequest:
         raise InvalidParamsError(f"request body is not valid JSON: {exc}") from None
 
 
-def _stream(hub: Hub, stream: TaskStream) -> Response:
+def _stream(hub: Hub, stream: TaskStream, v11: bool) -> Response:
     def event(ev: TaskEvent) -> bytes | None:
         return None if is_internal(ev.event) else encoded_event(ev)
 
-    return sse_response(SseReply(stream, event, error_body), hub.settings.server.sse_heartbeat)
+    def event_v11(ev: TaskEvent) -> bytes | None:
+        return None if is_internal(ev.event) else _enc.encode(with_generation(ev))
+
+    reply = SseReply(stream, event_v11 if v11 else event, error_body)
+    return sse_response(reply, hub.settings.server.sse_heartbeat)
 
 
 @protocol_endpoint
 async def send_message(request: Request) -> Response:
     """``POST /message:send``."""
-    hub, agent = _target(request)
-    params = _send_request(request, await read_body(request, hub.settings.server.max_body_bytes))
-    result = await agent.engine.send(
-        params, caller=caller_of(request), extensions=activate_for_request(agent)
+    hub, agent, v11 = _target(request)
+    params = _send_request(
+        request, await read_body(request, hub.settings.server.max_body_bytes), v11
+    )
+    send = agent.engine.send_v11 if v11 else agent.engine.send
+    result = await send(
+        params,
+        caller=caller_of(request),
+        extensions=activate_for_request(agent),
+        idempotency_key=request.headers.get("idempotency-key"),
     )
     if isinstance(result, Task):
         return _ok(SendMessageResponse(task=result))
@@ -175,32 +201,45 @@ async def send_message(request: Request) -> Response:
 @protocol_endpoint
 async def send_streaming_message(request: Request) -> Response:
     """``POST /message:stream``."""
-    hub, agent = _target(request)
+    hub, agent, v11 = _target(request)
     body = await read_body(request, hub.settings.server.max_body_bytes)
     agent.require_streaming("SendStreamingMessage")
-    params = _send_request(request, body)
+    params = _send_request(request, body, v11)
     stream = await agent.engine.send_stream(
-        params, caller=caller_of(request), extensions=activate_for_request(agent)
+        params,
+        caller=caller_of(request),
+        extensions=activate_for_request(agent),
+        idempotency_key=request.headers.get("idempotency-key"),
     )
-    return _stream(hub, stream)
+    return _stream(hub, stream, v11)
 
 
 @protocol_endpoint
 async def subscribe(request: Request) -> Response:
     """``GET|POST /tasks/{id}:subscribe`` (``Last-Event-ID`` header or ``lastEventId`` query)."""
-    hub, agent = _target(request)
+    hub, agent, v11 = _target(request)
     agent.require_streaming("SubscribeToTask")
     position = request.headers.get("last-event-id") or _query(request, "lastEventId")
     stream = await agent.engine.subscribe(
         request.path_params["task_id"], check_position(position), caller=caller_of(request)
     )
-    return _stream(hub, stream)
+    return _stream(hub, stream, v11)
 
 
 @protocol_endpoint
 async def get_task(request: Request) -> Response:
-    """``GET /tasks/{id}``."""
-    _, agent = _target(request)
+    """``GET /tasks/{id}`` (1.1 preview: ``?currentGeneration=N`` long-polls)."""
+    hub, agent, v11 = _target(request)
+    if v11:
+        return _ok(
+            await agent.engine.get_task_v11(
+                request.path_params["task_id"],
+                _int_param(request, "historyLength"),
+                caller=caller_of(request),
+                current_generation=_int_param(request, "currentGeneration"),
+                wait=hub.settings.server.long_poll_timeout,
+            )
+        )
     task = await agent.engine.get_task(
         request.path_params["task_id"],
         _int_param(request, "historyLength"),
@@ -212,7 +251,7 @@ async def get_task(request: Request) -> Response:
 @protocol_endpoint
 async def list_tasks(request: Request) -> Response:
     """``GET /tasks``."""
-    _, agent = _target(request)
+    agent = _target(request).agent
     query = ListTasksRequest(
         context_id=_query(request, "contextId") or None,
         status=_state_param(request),
@@ -228,7 +267,7 @@ async def list_tasks(request: Request) -> Response:
 @protocol_endpoint
 async def cancel_task(request: Request) -> Response:
     """``POST /tasks/{id}:cancel`` (an empty body or a JSON object)."""
-    hub, agent = _target(request)
+    hub, agent, v11 = _target(request)
     body = await read_body(request, hub.settings.server.max_body_bytes)
     _check_json(request, body)
     if body.strip():
@@ -236,7 +275,10 @@ async def cancel_task(request: Request) -> Response:
             fieldnames.decode_with(_object_dec, body)
         except msgspec.DecodeError as exc:
             raise InvalidParamsError(f"request body must be a JSON object: {exc}") from None
-    task = await agent.engine.cancel_task(request.path_params["task_id"], caller=caller_of(request))
+    task_id, caller = request.path_params["task_id"], caller_of(request)
+    task = await agent.engine.cancel_task(task_id, caller=caller)
+    if v11:
+        task = await agent.engine.get_task_v11(task_id, caller=caller)
     return _ok(task)
 
 
@@ -249,7 +291,7 @@ class _PushList(msgspec.Struct, rename="camel"):
 async def push_config(request: Request) -> Response:
     """``POST|GET /tasks/{id}/pushNotificationConfigs`` (create, list) and
     ``GET|DELETE /tasks/{id}/pushNotificationConfigs/{config_id}`` (get, delete)."""
-    hub, agent = _target(request)
+    hub, agent, _ = _target(request)
     engine, caller = agent.engine, caller_of(request)
     task_id = request.path_params["task_id"]
     config_id = request.path_params.get("config_id")
@@ -279,5 +321,5 @@ async def extended_card(request: Request) -> Response:
     """``GET /extendedAgentCard``: the extended card, to authenticated callers."""
     from a2a_hub.server.cards import extended_card_body
 
-    _, agent = _target(request)
+    agent = _target(request).agent
     return _ok(extended_card_body(request, agent, caller_of(request)))

@@ -8,7 +8,15 @@ needs to import a binding or the app.
 
 from __future__ import annotations
 
-__all__ = ["A2A_VERSIONS", "HUB_ROUTE", "SERVED_VERSIONS", "STREAM_KEY", "VERSION_KEY"]
+__all__ = [
+    "A2A_VERSIONS",
+    "HUB_ROUTE",
+    "PREVIEW_1_1",
+    "SERVED_VERSIONS",
+    "STREAM_KEY",
+    "VERSION_KEY",
+    "preview",
+]
 
 #: Scope key where a binding records the A2A version it served the request in.
 VERSION_KEY = "a2a_hub.version"
@@ -19,7 +27,20 @@ STREAM_KEY = "a2a_hub.stream"
 #: an HTTP+JSON error, never a JSON-RPC one.
 HUB_ROUTE = "a2a_hub.hub_route"
 
-#: The A2A versions served (``GET /version``), newest first.
-A2A_VERSIONS = ("1.0", "0.3", "0.2", "0.1")
+#: The A2A versions served (``GET /version``), newest first; 1.1 is a preview of the
+#: ``dev-1.1`` branch of a2aproject/A2A (:data:`PREVIEW_1_1`).
+A2A_VERSIONS = ("1.1", "1.0", "0.3", "0.2", "0.1")
 #: The same, in words, for error messages.
-SERVED_VERSIONS = "1.0 and 0.3 (also 0.2), plus the 0.1 legacy methods"
+SERVED_VERSIONS = "1.0 and 0.3 (also 0.2), the 1.1 preview, plus the 0.1 legacy methods"
+#: The commit of a2aproject/A2A's ``dev-1.1`` branch whose 1.1 fields are served (PR #1810,
+#: ``generation``) to requests with ``A2A-Version: 1.1``.
+PREVIEW_1_1 = "28491879ff41a9c230fb51f3f7bd6096b80cc341"
+
+
+def preview(version: str | None) -> bool:
+    """True for ``A2A-Version: 1.1`` (the 1.1 preview: ``generation``, see
+    :mod:`a2a_hub.engine.generation`)."""
+    if not version:
+        return False
+    major, _, minor = version.strip().partition(".")
+    return major == "1" and minor.partition(".")[0] == "1"

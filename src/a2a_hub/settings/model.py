@@ -90,6 +90,15 @@ class ServerSettings(Section):
             metavar="SECONDS",
         ),
     ] = 15.0
+    long_poll_timeout: Annotated[
+        float,
+        setting(
+            "Seconds an A2A 1.1 GetTask with currentGeneration waits for the task to move on "
+            "before it answers the task as it is (preview).",
+            gt=0,
+            metavar="SECONDS",
+        ),
+    ] = 30.0
     # (msgspec puts the bounds of an optional number on the number itself)
     grpc_port: Annotated[
         Annotated[int, msgspec.Meta(ge=0, le=65535)] | None,

@@ -1,4 +1,5 @@
-"""Abstract storage interfaces: tasks, their event logs, push configs.
+"""Abstract storage interfaces: tasks, their event logs, push configs and their outbox,
+message claims, named values, expiry.
 
 Every backend (``memory``, ``sql`` for SQLite and PostgreSQL, and ``redis``)
 implements :class:`Store`, and one contract test suite runs the same test bodies

@@ -166,7 +166,12 @@ class MessageClaim(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     that task's log when the message was claimed (0 for a new task), so its own events
     are those after it.  ``instance`` is the hub instance that runs it and ``created``
     the wall-clock second it was claimed.  ``reply`` is the agent's answer when it
-    answered with a message and made no task.
+    answered with a message and made no task.  ``digest`` identifies the request that
+    claimed it (a hash of its message and options, see
+    :func:`a2a_hub.engine.claims.send_digest`): a repeat with another digest is another
+    message under the same key, and is refused.  Claims written before digests existed
+    have ``""``, which matches every request.  Stores keep it as part of the claim; they
+    never compare it.
     """
 
     task_id: str
@@ -174,6 +179,7 @@ class MessageClaim(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     instance: str = ""
     created: float = 0.0
     reply: Message | None = None
+    digest: str = ""
 
 
 class StoredTask(NamedTuple):

@@ -28,13 +28,14 @@ from a2a_hub.protocol.errors import InvalidParamsError
 from a2a_hub.protocol.types import (
     Artifact,
     AuthenticationInfo,
-    GetTaskRequest,
+    GetTaskRequestV11,
     ListTasksRequest,
     ListTasksResponse,
     Message,
     Part,
     Role,
     SendMessageConfiguration,
+    SendMessageConfigurationV11,
     SendMessageRequest,
     StreamResponse,
     Task,
@@ -222,11 +223,12 @@ def push_config_to_pb(config: TaskPushNotificationConfig) -> pb.TaskPushNotifica
     return out
 
 
-def send_message_request(request: pb.SendMessageRequest) -> SendMessageRequest:
-    """``SendMessage`` / ``SendStreamingMessage`` params (InvalidParams without a message)."""
+def send_message_request(request: pb.SendMessageRequest, v11: bool = False) -> SendMessageRequest:
+    """``SendMessage`` / ``SendStreamingMessage`` params (InvalidParams without a message);
+    ``v11``: with the 1.1 preview's ``if_generation_match``."""
     if not request.HasField("message"):
         raise InvalidParamsError("message is required")
-    configuration = None
+    configuration: SendMessageConfiguration | None = None
     if request.HasField("configuration"):
         c = request.configuration
         configuration = SendMessageConfiguration(
@@ -239,6 +241,11 @@ def send_message_request(request: pb.SendMessageRequest) -> SendMessageRequest:
             history_length=c.history_length if c.HasField("history_length") else None,
             return_immediately=c.return_immediately,
         )
+        if v11 and c.HasField("if_generation_match"):
+            configuration = SendMessageConfigurationV11(
+                **msgspec.structs.asdict(configuration),
+                if_generation_match=c.if_generation_match,
+            )
     return SendMessageRequest(
         message=message_from_pb(request.message),
         configuration=configuration,
@@ -247,12 +254,16 @@ def send_message_request(request: pb.SendMessageRequest) -> SendMessageRequest:
     )
 
 
-def get_task_request(request: pb.GetTaskRequest) -> GetTaskRequest:
-    """``GetTask`` params."""
-    return GetTaskRequest(
+def get_task_request(request: pb.GetTaskRequest) -> GetTaskRequestV11:
+    """``GetTask`` params (with the 1.1 preview's ``current_generation``: only 1.1 calls
+    read it)."""
+    return GetTaskRequestV11(
         id=request.id,
         history_length=request.history_length if request.HasField("history_length") else None,
         tenant=request.tenant or None,
+        current_generation=(
+            request.current_generation if request.HasField("current_generation") else None
+        ),
     )
 
 
@@ -361,6 +372,8 @@ def task_to_pb(task: Task, out: pb.Task | None = None) -> pb.Task:
         message_to_pb(message, out.history.add())
     if task.metadata:
         _set_struct(out.metadata, task.metadata)
+    if task.generation:
+        out.generation = task.generation
     return out
 
 
@@ -380,6 +393,8 @@ def _status_update_to_pb(event: TaskStatusUpdateEvent, out: pb.TaskStatusUpdateE
     _status_to_pb(event.status, out.status)
     if event.metadata:
         _set_struct(out.metadata, event.metadata)
+    if event.generation:
+        out.generation = event.generation
 
 
 def _artifact_update_to_pb(event: TaskArtifactUpdateEvent, out: pb.TaskArtifactUpdateEvent) -> None:
@@ -390,6 +405,8 @@ def _artifact_update_to_pb(event: TaskArtifactUpdateEvent, out: pb.TaskArtifactU
     out.last_chunk = event.last_chunk
     if event.metadata:
         _set_struct(out.metadata, event.metadata)
+    if event.generation:
+        out.generation = event.generation
 
 
 def stream_response(event: StreamResponse) -> pb.StreamResponse:

@@ -7,12 +7,18 @@ Per call:
   without a tenant may name it in the metadata key ``x-a2a-hub-agent``; with neither, the
   hub's default agent answers.  When both are set, ``tenant`` wins.
 * **version** — metadata ``a2a-version``: absent or ``1.x`` is served, anything else is
-  ``VersionNotSupportedError`` (this binding is A2A 1.0 only).
+  ``VersionNotSupportedError`` (this binding is A2A 1.0, plus the 1.1 preview: with
+  ``a2a-version: 1.1`` tasks and events carry ``generation``, ``GetTask`` long-polls with
+  ``current_generation``, and ``if_generation_match`` on a send is checked: ``ABORTED``).
 * **extensions** — metadata ``a2a-extensions`` (see :mod:`a2a_hub.server.extensions`);
   the activated ones go back in the initial metadata ``a2a-extensions``.
 * **caller** — an API key in the metadata ``x-api-key`` or ``authorization: Bearer KEY``,
   checked as over HTTP: ``UNAUTHENTICATED`` without one (on an agent that requires keys)
   or with a bad one, ``PERMISSION_DENIED`` for a key of other agents or scopes.
+* **safe retries** — metadata ``idempotency-key`` is the claim key of a send in place of
+  its ``messageId`` (as the ``Idempotency-Key`` header over HTTP): a repeat runs nothing
+  and gets what the first produced; a repeat with another message is ``INVALID_ARGUMENT``
+  (reason ``IDEMPOTENCY_KEY_REUSED``).
 * **resuming** — ``SubscribeToTask`` with metadata ``last-event-id: N`` replays the events
   after ``N`` first, like ``Last-Event-ID`` on SSE.
 * **the caller going away** — a blocking ``SendMessage`` whose call is cancelled (the client
@@ -40,6 +46,7 @@ import grpc
 from google.protobuf import empty_pb2
 
 from a2a_hub.engine.caller import Caller
+from a2a_hub.engine.generation import with_generation
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
 from a2a_hub.protocol.errors import A2AError, InvalidParamsError, VersionNotSupportedError
 from a2a_hub.protocol.types import Message, Task
@@ -49,6 +56,7 @@ from a2a_hub.server.extensions import activate, parse
 from a2a_hub.server.grpc import convert
 from a2a_hub.server.grpc._generated import a2a_pb2 as pb
 from a2a_hub.server.hosted import HostedAgent
+from a2a_hub.server.scope import preview
 from a2a_hub.settings import Settings
 
 __all__ = ["AGENT_METADATA", "A2AServicer"]
@@ -68,6 +76,10 @@ class _Call(NamedTuple):
     agent: HostedAgent
     caller: Caller
     requested: frozenset[str]
+    #: ``a2a-version: 1.1``: the 1.1 preview (``generation``).
+    v11: bool
+    #: The metadata ``idempotency-key`` (the claim key of a send), if any.
+    idempotency_key: str | None = None
 
 
 def _metadata(context: Context) -> dict[str, str]:
@@ -123,10 +135,13 @@ def streaming(
         stream: TaskStream | None = None
         try:
             stream = await method(self, request, context)
+            v11 = preview(_metadata(context).get("a2a-version"))
             try:
                 async for event in stream:
                     if not is_internal(event.event):
-                        yield convert.stream_response(event.event)
+                        yield convert.stream_response(
+                            with_generation(event) if v11 else event.event
+                        )
             finally:
                 stream.close()
         except grpc.aio.AbortError:
@@ -174,7 +189,8 @@ class A2AServicer:
         name = tenant or metadata.get(AGENT_METADATA, "").strip()
         agent = self.hub.agent(name) if name else self.hub.default_agent()
         requested = parse([metadata.get("a2a-extensions", "")])
-        return _Call(agent, await self._caller(agent, metadata), requested)
+        caller = await self._caller(agent, metadata)
+        return _Call(agent, caller, requested, preview(version), metadata.get("idempotency-key"))
 
     async def _caller(self, agent: HostedAgent, metadata: dict[str, str]) -> Caller:
         """Who calls: the one place gRPC authentication plugs in (the counterpart of
@@ -206,11 +222,17 @@ class A2AServicer:
     ) -> pb.SendMessageResponse:
         """``SendMessage``: a Task once it settles, or the agent's direct Message."""
         call = await self._open(request.tenant, context)
-        params = convert.send_message_request(request)
+        params = convert.send_message_request(request, call.v11)
         activated = activate(call.agent, call.requested)
+        engine = call.agent.engine
         # its own task, so that the call being cancelled leaves the agent's task running
         send = asyncio.ensure_future(
-            call.agent.engine.send(params, caller=call.caller, extensions=activated)
+            (engine.send_v11 if call.v11 else engine.send)(
+                params,
+                caller=call.caller,
+                extensions=activated,
+                idempotency_key=call.idempotency_key,
+            )
         )
         send.add_done_callback(_retrieve)
         result = await asyncio.shield(send)
@@ -222,9 +244,17 @@ class A2AServicer:
         """``GetTask``: the newest snapshot of a task."""
         call = await self._open(request.tenant, context)
         params = convert.get_task_request(request)
-        task = await call.agent.engine.get_task(
-            params.id, params.history_length, caller=call.caller
-        )
+        engine = call.agent.engine
+        if call.v11:  # the 1.1 preview: a long poll with current_generation
+            task = await engine.get_task_v11(
+                params.id,
+                params.history_length,
+                caller=call.caller,
+                current_generation=params.current_generation,
+                wait=self.hub.settings.server.long_poll_timeout,
+            )
+        else:
+            task = await engine.get_task(params.id, params.history_length, caller=call.caller)
         return convert.task_to_pb(task)
 
     @unary
@@ -243,6 +273,8 @@ class A2AServicer:
         """``CancelTask``: stop the task and answer its final state."""
         call = await self._open(request.tenant, context)
         task = await call.agent.engine.cancel_task(request.id, caller=call.caller)
+        if call.v11:
+            task = await call.agent.engine.get_task_v11(request.id, caller=call.caller)
         return convert.task_to_pb(task)
 
     @unary
@@ -311,10 +343,13 @@ class A2AServicer:
         """``SendStreamingMessage``: the events of the turn the message starts."""
         call = await self._open(request.tenant, context)
         call.agent.require_streaming("SendStreamingMessage")
-        params = convert.send_message_request(request)
+        params = convert.send_message_request(request, call.v11)
         activated = activate(call.agent, call.requested)
         stream = await call.agent.engine.send_stream(
-            params, caller=call.caller, extensions=activated
+            params,
+            caller=call.caller,
+            extensions=activated,
+            idempotency_key=call.idempotency_key,
         )
         try:
             await self._echo(context, activated)

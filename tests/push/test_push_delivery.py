@@ -299,3 +299,38 @@ async def test_a_config_registered_on_a_running_task_gets_its_snapshot_first(
         await receiver.wait_for(2)
         got = states(receiver)
         assert got[0].startswith("snapshot:TASK_STATE_") and got[-1] == "TASK_STATE_CANCELED"
+
+
+async def test_a_host_that_does_not_resolve_is_accepted_then_retried_until_dead() -> None:
+    # RFC 6761: names under .invalid never resolve.  Not on the allow-list: checked for real.
+    hook = {"url": "https://push-hook.invalid/a2a", "id": "dns"}
+    async with hub_server(push_retry_horizon=0.3, push_allow_hosts="") as server:
+        task_id = await send(server, "echo", "x", hook)  # accepted at creation
+        store = server.hub.store
+        assert [c.url for c in await store.list_push_configs("echo", task_id)] == [hook["url"]]
+        dispatcher = server.hub.push
+        assert dispatcher is not None
+
+        async def last_is_dead() -> bool:
+            record = await store.get_task_record("echo", task_id)
+            if record is None or not record.task.status.state.terminal:
+                return False
+            return any(d.seq == record.seq for d in await dispatcher.dead())
+
+        await until(last_is_dead)
+        dead = await dispatcher.dead()
+        assert dead and all(d.task_id == task_id for d in dead)
+        for d in dead:
+            assert d.attempts >= 2, d  # retried, not given up at the first failure
+            assert d.last_error is not None
+            assert "push-hook.invalid does not resolve" in d.last_error, d.last_error
+        # a literal loopback address, and a name that resolves to one, are still refused at once
+        async with httpx.AsyncClient() as client:
+            for url in ("https://[::1]/hook", "https://localhost/hook"):
+                params = {"taskId": task_id, "url": url}
+                body = {"jsonrpc": "2.0", "id": 1, "method": "CreateTaskPushNotificationConfig"}
+                r = await client.post(
+                    f"{server.url}/a2a/echo", json={**body, "params": params}, headers=V10
+                )
+                err = r.json()["error"]
+                assert err["code"] == -32602 and "loopback" in err["message"], err

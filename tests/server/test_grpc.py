@@ -370,6 +370,7 @@ async def test_version_metadata(stub: Any) -> None:
             metadata=[("a2a-version", "0.3")],
         )
     code, info = error_of(caught.value)
+    # the spec since 1.0.1 (§5.4), the SDK and the TCK: not 1.0.0's UNIMPLEMENTED
     assert code == grpc.StatusCode.FAILED_PRECONDITION and info.reason == "VERSION_NOT_SUPPORTED"
     assert info.metadata["requested"] == "0.3"
 

@@ -121,6 +121,32 @@ class ChattyExecutor(AgentExecutor):
         await updater.complete()
 
 
+class Stepper(AgentExecutor):
+    """Emits one artifact chunk per :meth:`step` (the test decides when), completes on
+    :meth:`finish`.  A run's events: the task (1), ``working`` (2), one per step, then
+    ``completed``.  ``started`` is set once the task is working."""
+
+    def __init__(self) -> None:
+        self.steps: asyncio.Queue[str | None] = asyncio.Queue()
+        self.started = asyncio.Event()
+
+    def step(self, *texts: str) -> None:
+        for text in texts:
+            self.steps.put_nowait(text)
+
+    def finish(self) -> None:
+        self.steps.put_nowait(None)
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.working("stepping")
+        self.started.set()
+        count = 0
+        while (text := await self.steps.get()) is not None:
+            await updater.artifact(text, artifact_id="out", name="out", append=count > 0)
+            count += 1
+        await updater.complete()
+
+
 class SilentEcho(AgentExecutor):
     """An agent whose card says it does not stream."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from a2a_hub import AgentExecutor, AgentSpec, Hub, Settings, create_app
+from a2a_hub.stores import Store
 from a2a_hub.stores.memory import MemoryStore
 
 #: The host names of the tests' in-process clients (``base_url="http://hub.test"``).
@@ -15,9 +16,11 @@ def make_hub(
     agents: dict[str, AgentExecutor | str] | None = None,
     *,
     default_agent: str | None = None,
+    store: Store | None = None,
     **settings: Any,
 ) -> Hub:
-    """A hub over a memory store; values are executors or built-in kinds ('echo').
+    """A hub over a memory store (or ``store``); values are executors or built-in kinds
+    ('echo').
 
     ``settings`` are flat keys (``max_body_bytes=2048``, ``sse_heartbeat=0.3``).  The
     in-process clients of the tests call the hub as ``http://hub.test`` or ``http://h``:
@@ -37,7 +40,7 @@ def make_hub(
     config = Settings.from_flat(
         agents=specs, default_agent=default_agent, store="memory://", **settings
     )
-    return Hub(config, store=MemoryStore(), executors=executors)
+    return Hub(config, store=store or MemoryStore(), executors=executors)
 
 
 class LiveServer:

@@ -128,3 +128,30 @@ class StoreHarness:
             await store.close()
         if self.backend.purge is not None and self._opened:
             await self.backend.purge(self.url)
+
+
+async def trim_log(store: Store, agent_id: str, task_id: str, upto: int) -> None:
+    """Remove events ``1..upto`` of a task's log behind the store's back, as an operator's
+    ``XTRIM``, Redis memory eviction or a clean-up job of the SQL table would (no store
+    trims a log it still serves by itself; the memory store cannot be trimmed)."""
+    from a2a_hub.stores.redis import RedisStore
+    from a2a_hub.stores.sql import SqlStore
+
+    if isinstance(store, RedisStore):
+        key = store.keys(agent_id).events(task_id)
+        await store.client.xtrim(key, minid=f"0-{upto + 1}", approximate=False)
+    elif isinstance(store, SqlStore):
+        from sqlalchemy import delete
+
+        from a2a_hub.stores.sql.schema import events
+
+        async with store.engine.begin() as conn:
+            await conn.execute(
+                delete(events).where(
+                    events.c.agent_id == agent_id,
+                    events.c.task_id == task_id,
+                    events.c.seq <= upto,
+                )
+            )
+    else:
+        raise TypeError(f"{type(store).__name__} cannot be trimmed")

@@ -298,9 +298,11 @@ class TaskEngine:
         """``SubscribeToTask``: a snapshot then live events, or with ``after`` a replay first.
 
         Without ``after`` a terminal task is refused (UnsupportedOperation); with it, the
-        missed tail of any task is delivered.  The stream stays open through interrupted
-        states (input-required, auth-required: the task is continued by a later message)
-        and ends at a terminal state (A2A 1.0 §3.1.6).
+        missed tail of any task is delivered, or, when the store no longer holds all of it
+        (trimmed, evicted), the gap error :class:`~a2a_hub.engine.log.LogTrimmedError`
+        naming the oldest event still held: never part of it.  The stream stays open
+        through interrupted states (input-required, auth-required: the task is continued
+        by a later message) and ends at a terminal state (A2A 1.0 §3.1.6).
         """
         run = self._runs.get(task_id)
         stream = TaskStream(self.log, self.pubsub, task_id, after=after)
@@ -308,16 +310,16 @@ class TaskEngine:
         try:
             if run is not None and run.task is not None:
                 _check_sees(caller, run.owner, task_id)
-                last, state = run.seq, run.task.status.state
+                last, state, written = run.seq, run.task.status.state, run.written_seq
             else:
                 task, last, _ = await self._record(task_id, caller)
-                state = task.status.state
+                state, written = task.status.state, last
                 stream.finite = state.terminal
             check_follow(task_id, state, last, after)
         except BaseException:
             stream.close()
             raise
-        return await stream.start()
+        return await stream.start(written=written)
 
     def feed(
         self,

@@ -34,7 +34,36 @@ DEFAULT_PAGE = 256
 
 
 class LogTrimmedError(UnsupportedOperationError):
-    """The events a subscriber needs are no longer in the log."""
+    """The events a subscriber needs are no longer in the log (the gap signal).
+
+    A resume never replays part of what was missed: a cursor older than what the store
+    still holds is this error, whose ``data`` names the task (``taskId``), the cursor
+    (``lastEventId``), the oldest event the log still holds (``oldestEventId``, absent
+    when it holds none after the cursor) and the task's last event (``latestEventId``,
+    when known).  Subscribing without a cursor starts again from a snapshot.
+    """
+
+    @classmethod
+    def gap(
+        cls, task_id: str, after: int, oldest: int | None, latest: int | None = None
+    ) -> LogTrimmedError:
+        """The error for a resume of ``task_id`` after ``after`` whose next events are gone."""
+        data: dict[str, object] = {"taskId": task_id, "lastEventId": after}
+        if oldest is not None:
+            held = f"the oldest event still held is {oldest}"
+            missing = f"events {after + 1}..{oldest - 1}"
+            data["oldestEventId"] = oldest
+        else:
+            held = "no event after it is held any more"
+            missing = f"events after {after}"
+        if latest is not None:
+            data["latestEventId"] = latest
+        return cls(
+            f"Last-Event-ID {after} is older than the log of task {task_id} holds: {missing} "
+            f"are no longer in the log and {held}; subscribe again without Last-Event-ID to "
+            "start from a snapshot of the task",
+            data=data,
+        )
 
 
 #: What :func:`not_found` adds when the id came with a message meant to continue the task.
@@ -98,20 +127,22 @@ class TaskLog:
         task, seq = found
         return TaskEvent(seq, StreamResponse(task=task))
 
-    async def read(self, task_id: str, after: int, limit: int = DEFAULT_PAGE) -> list[TaskEvent]:
+    async def read(
+        self, task_id: str, after: int, limit: int = DEFAULT_PAGE, *, written: int | None = None
+    ) -> list[TaskEvent]:
         """Up to ``limit`` events after seq ``after``, in order.
 
         Fewer than ``limit`` means nothing more exists now.  Raises
-        :class:`LogTrimmedError` when the events right after ``after`` were trimmed
-        away (retention); an unknown task has no events (``[]``).
+        :class:`LogTrimmedError` when the events right after ``after`` were removed from
+        the store (trimmed, evicted, expired); ``written``, the seq of the last event
+        known to be written, also catches a log that holds nothing after ``after`` any
+        more.  An unknown task has no events (``[]``).
         """
         events = await self.store.read_events(self.agent_id, task_id, after, limit)
         if events and events[0].seq != after + 1:
-            raise LogTrimmedError(
-                f"events {after + 1}..{events[0].seq - 1} of task {task_id} are no longer "
-                "in the log; subscribe again without Last-Event-ID to get a fresh snapshot",
-                data={"taskId": task_id, "firstAvailable": events[0].seq},
-            )
+            raise LogTrimmedError.gap(task_id, after, events[0].seq, written)
+        if not events and written is not None and after < written:
+            raise LogTrimmedError.gap(task_id, after, None, written)
         return events
 
     @property

@@ -113,14 +113,25 @@ class TaskStream:
         self._pending.append(TaskEvent(0, StreamResponse(message=message)))
         return self
 
-    async def start(self, *, fresh: bool = False) -> TaskStream:
-        """Read the backlog (unless ``fresh``: a new task has none); raise protocol errors."""
+    async def start(self, *, fresh: bool = False, written: int | None = None) -> TaskStream:
+        """Read the backlog (unless ``fresh``: a new task has none); raise protocol errors.
+
+        ``written`` is the seq of the task's last event known to be in the store: a
+        replay after an earlier seq that finds nothing there is a gap
+        (:class:`LogTrimmedError`), never a silent partial replay.
+        """
         try:
-            if not fresh:
-                self._pending.extend(await self._backlog(self.after))
-                self._catching_up = self.after is not None
-                if self._catching_up:
-                    metrics.stream_replayed(len(self._pending))
+            if fresh:
+                pass
+            elif self.after is None:
+                self._pending.append(await self.log.snapshot(self.task_id))
+            else:
+                page = await self.log.read(
+                    self.task_id, self.after, self.sub.limit, written=written
+                )
+                self._pending.extend(page)
+                self._catching_up = True
+                metrics.stream_replayed(len(page))
         except BaseException:
             self.close()
             raise

@@ -209,7 +209,12 @@ class ExtensionSupportRequiredError(A2AError):
 
 
 class VersionNotSupportedError(A2AError):
-    """The requested A2A version is not served."""
+    """The requested A2A version is not served.
+
+    gRPC ``FAILED_PRECONDITION``, as the spec's §5.4 table since 1.0.1 (a2aproject/A2A
+    PR #1627; 1.0.0 said ``UNIMPLEMENTED``), the official SDK and the TCK's mandatory
+    ``test_version_not_supported_returns_failed_precondition`` have it.
+    """
 
     code = -32009
     http_status = 400

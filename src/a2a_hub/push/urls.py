@@ -6,7 +6,10 @@ reserved or unspecified address.  The check runs twice:
 
 * at config time (:meth:`WebhookPolicy.check_url`): the URL's scheme and host, and
   every address the host name resolves to now; a refusal is ``-32602`` naming the
-  reason;
+  reason.  A name that does not resolve *now* (a DNS hiccup, a host not yet
+  published) is accepted: the connect-time check decides, and delivery retries it;
+  a literal private or loopback address, or a name resolving to one, is refused at
+  once;
 * at connect time (:meth:`WebhookPolicy.resolve`): the sender resolves the host
   itself, checks every address, and connects to the checked IP while keeping the
   ``Host`` header and TLS server name of the URL, so a name that resolves to a
@@ -168,15 +171,20 @@ class WebhookPolicy:
 
     async def check_url(self, url: str) -> None:
         """Config-time check of a webhook URL (scheme, host, resolved addresses); an
-        allow-listed host name is accepted without resolving it.  A URL that passed is
-        not checked again for :data:`ACCEPTED_TTL` seconds (every connection is checked
-        again anyway, against the address it goes to)."""
+        allow-listed host name is accepted without resolving it, and so is a name that
+        does not resolve now (its delivery is retried: the connect-time check in
+        :meth:`resolve` is what protects it).  A URL that passed is not checked again
+        for :data:`ACCEPTED_TTL` seconds (every connection is checked again anyway,
+        against the address it goes to)."""
         now = time.monotonic()
         if self._accepted.get(url, 0.0) > now:
             return
         _, host, _ = self.split(url)
         if not self.allowed_host(host):
-            await self.resolve(url)
+            try:
+                await self.resolve(url)
+            except UnresolvedWebhookError:
+                return  # not remembered: the next config of this URL resolves it again
         if len(self._accepted) >= 4096:
             self._accepted.clear()
         self._accepted[url] = now + ACCEPTED_TTL

@@ -83,7 +83,7 @@ class Instance:
         try:
             self._wait_started()
         except BaseException:
-            self.kill9()  # not left running (nor its Popen to be collected in another test)
+            self.stop()  # not left running (nor its Popen to be collected in another test)
             raise
 
     def _wait_started(self) -> None:

@@ -26,8 +26,11 @@ demo: $(VENV)/.installed
 	$(BIN)/a2a-hub run scenarios/debate/scenario.toml
 
 ## test: lint, type-check and run the whole suite (installs Debian's chromium for the browser tests)
+##       on TEST_WORKERS pytest-xdist workers: more than the cores, since many tests wait on
+##       sockets and processes (TEST_WORKERS=0 runs it in this one process)
+TEST_WORKERS ?= 4
 test: $(VENV)/.installed-dev lint chromium
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 ## chromium: the browser the chat-page tests drive (/usr/bin/chromium, via playwright)
 chromium:

@@ -1,4 +1,5 @@
-"""Shared fixtures: an in-process hub and an HTTP client bound to it."""
+"""Shared fixtures: an in-process hub and an HTTP client bound to it; and the order the
+tests run in (the slow ones first)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,51 @@ import pytest
 from a2a_hub import Hub, create_app
 from tests.support.agents import ChattyExecutor, PizzaExecutor, SlowExecutor
 from tests.support.hub import LiveServer, make_hub
-from tests.support.stores import PURGE_AT_EXIT, purge_redis
+from tests.support.stores import (
+    PURGE_AT_EXIT,
+    create_worker_database,
+    drop_worker_database,
+    purge_redis,
+)
+
+#: Tests that start real processes or wait on purpose (seconds each), slowest first.  They
+#: run before the rest: ``make test`` runs the suite on several workers (pytest-xdist),
+#: which take tests in this order, so the long ones overlap the many short ones instead
+#: of keeping one worker busy at the end.  Where a test lives is unchanged.
+RUN_FIRST = (
+    "tests/system/test_durable_process.py",
+    "tests/push/test_push_process.py",
+    "tests/system/test_idempotent_process.py",
+    "tests/scenarios/test_scenario.py",
+    "tests/system/test_shutdown_process.py",
+    "tests/system/test_multiprocess.py",
+    "tests/server/test_websocket_drops.py",
+    "tests/system/test_serve_process.py",
+    "tests/cli/test_cli_startup.py",
+    "tests/cli/test_cli_client.py",
+    "tests/push/test_push_cli.py",
+    "tests/scenarios/test_pipeline_scenario.py",
+    "tests/test_logging.py",
+    "tests/test_readme.py",
+    "tests/cli/",
+    "tests/server/test_chat_page.py",
+    "tests/tools/",
+    "tests/system/",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the tests of :data:`RUN_FIRST` first, in its order (a stable sort: the order
+    within a module, and of every other test, is the collection's)."""
+
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        for n, prefix in enumerate(RUN_FIRST):
+            if path.startswith(prefix):
+                return n
+        return len(RUN_FIRST)
+
+    items.sort(key=rank)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -28,6 +73,17 @@ def _purge_shared_redis() -> Iterator[None]:
 
     if PURGE_AT_EXIT:
         asyncio.run(purge())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _worker_database() -> Iterator[None]:
+    """Under pytest-xdist, this worker's PostgreSQL database (``POSTGRES_URL``), made
+    before the first test and dropped after the last."""
+    with contextlib.suppress(Exception):  # no server, no driver: the tests say so
+        asyncio.run(create_worker_database())
+    yield
+    with contextlib.suppress(Exception):
+        asyncio.run(drop_worker_database())
 
 
 @pytest.fixture

@@ -18,10 +18,11 @@ import msgspec
 import pytest
 
 from tests.support.push_receiver import Receiver, free_port, until
+from tests.support.stores import POSTGRES_URL
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS = os.environ.get("A2A_HUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-POSTGRES = os.environ.get("A2A_HUB_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+POSTGRES = POSTGRES_URL
 PUSH = ["--push-allow-hosts", "127.0.0.1", "--push-retry-steps", "0.2", "--push-claim-lease", "5"]
 
 pytestmark = pytest.mark.timeout(120)

@@ -8,6 +8,7 @@ when it (or its driver) is missing, except when ``CI=true``: then they fail.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
@@ -15,12 +16,62 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
+from urllib.parse import urlsplit, urlunsplit
 
 from a2a_hub.stores import Store, TaskQuery, open_store
 
-POSTGRES_URL = os.environ.get(
+#: The database the tests name (``A2A_HUB_TEST_POSTGRES_URL``).
+POSTGRES_BASE_URL = os.environ.get(
     "A2A_HUB_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
+#: pytest-xdist's name of this worker (``gw0``, ``gw1`` …), or "" when not a worker.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+
+
+def _database_of_this_worker(url: str) -> str:
+    """``url``, or under pytest-xdist a database of this worker's own beside it
+    (``test_gw0`` …, made by :func:`create_worker_database`): tests that read what the
+    whole database holds (outbox counts, every connection to it) see only their worker's."""
+    if not XDIST_WORKER:
+        return url
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"{parts.path}_{XDIST_WORKER}"))
+
+
+#: The PostgreSQL database of the tests.
+POSTGRES_URL = _database_of_this_worker(POSTGRES_BASE_URL)
+
+
+async def _admin(sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(POSTGRES_BASE_URL, timeout=10)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+async def create_worker_database() -> None:
+    """Make this worker's database (see :data:`POSTGRES_URL`) if it is missing; nothing
+    when not a worker.  A missing server or driver is left to the tests that need it."""
+    if POSTGRES_URL == POSTGRES_BASE_URL:
+        return
+    import asyncpg
+
+    name = urlsplit(POSTGRES_URL).path.lstrip("/")
+    with contextlib.suppress(asyncpg.DuplicateDatabaseError):
+        await _admin(f'CREATE DATABASE "{name}"')
+
+
+async def drop_worker_database() -> None:
+    """Drop this worker's database (see :data:`POSTGRES_URL`); nothing when not a worker."""
+    if POSTGRES_URL == POSTGRES_BASE_URL:
+        return
+    name = urlsplit(POSTGRES_URL).path.lstrip("/")
+    await _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 REDIS_URL = os.environ.get("A2A_HUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 IN_CI = os.environ.get("CI", "").strip().lower() == "true"
 

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
@@ -79,6 +80,13 @@ class Instance:
             self.proc = subprocess.Popen(
                 args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT
             )
+        try:
+            self._wait_started()
+        except BaseException:
+            self.stop()  # not left running (nor its Popen to be collected in another test)
+            raise
+
+    def _wait_started(self) -> None:
         deadline = time.monotonic() + 30
         while True:
             if self.proc.poll() is not None:
@@ -325,11 +333,41 @@ def _restart_during_traffic(tmp_path: Path, store: StoreServer) -> None:
         b.stop()
 
 
+@contextlib.contextmanager
+def own_database() -> Iterator[str]:
+    """A fresh database on the machine's PostgreSQL, dropped afterwards; its URL.  A test
+    that terminates every connection to its database thus reaches no other test's (tests
+    run in parallel)."""
+    import asyncio
+
+    import asyncpg
+
+    name = f"a2a_test_{uuid.uuid4().hex[:12]}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(POSTGRES)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    try:
+        yield urlunsplit(urlsplit(POSTGRES)._replace(path=f"/{name}"))
+    finally:
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
 def test_postgres_connections_terminated_during_traffic(tmp_path: Path) -> None:
     require("PostgreSQL", 5432)
+    with own_database() as database:
+        _connections_terminated_during_traffic(tmp_path, database)
+
+
+def _connections_terminated_during_traffic(tmp_path: Path, database: str) -> None:
     agent = f"echo-{uuid.uuid4().hex[:6]}"
-    a = Instance(tmp_path, POSTGRES, [f"{agent}=echo"])
-    b = Instance(tmp_path, POSTGRES, [f"{agent}=echo"])
+    a = Instance(tmp_path, database, [f"{agent}=echo"])
+    b = Instance(tmp_path, database, [f"{agent}=echo"])
     acked: list[str] = []
     errors = 0
     try:
@@ -340,7 +378,7 @@ def test_postgres_connections_terminated_during_traffic(tmp_path: Path) -> None:
                 import asyncpg
 
                 async def terminate() -> None:
-                    conn = await asyncpg.connect(POSTGRES)
+                    conn = await asyncpg.connect(database)
                     await conn.execute(
                         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                         "WHERE datname = current_database() AND pid <> pg_backend_pid()"

@@ -184,7 +184,12 @@ async def test_200_followers_through_one_instance_on_redis(
     redis_pair: tuple[Instance, Instance], agent: str
 ) -> None:
     a, b = redis_pair
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    # a connection idle for longer than 1 s is not reused: uvicorn closes idle keep-alive
+    # connections after 5 s, and a request sent on one just as the server closes it fails
+    # with ReadError (seen in CI when waiting for the 200 followers took over 5 s)
+    limits = httpx.Limits(
+        max_connections=None, max_keepalive_connections=None, keepalive_expiry=1.0
+    )
     later = {"returnImmediately": True}
 
     async def send_later(inst: Instance) -> str:

@@ -97,6 +97,12 @@ from a2a_hub.server.ws_events import (
     tool_parts,
 )
 from a2a_hub.server.ws_rpc import RPC_SUBPROTOCOL, RpcConnection, error_frame, first_frame_caller
+from a2a_hub.server.ws_socket import (
+    CLOSE_GOING_AWAY,
+    CLOSE_POLICY,
+    CLOSE_TRY_AGAIN,
+    ServerSocket,
+)
 from a2a_hub.stores.base import TaskEvent
 
 __all__ = ["RPC_SUBPROTOCOL", "SUBPROTOCOL", "Connection", "websocket_endpoint"]
@@ -105,10 +111,6 @@ log = logging.getLogger("a2a_hub.server.ws")
 
 #: The subprotocol the server selects when the client offers it.
 SUBPROTOCOL = "a2a-hub"
-#: Close codes.
-CLOSE_TRY_AGAIN = 1013
-CLOSE_POLICY = 1008
-CLOSE_GOING_AWAY = 1001
 
 _ACTIONS = {"send_message", "cancel_task", "ping", "tool_response", "sync_state", "authenticate"}
 #: Seconds a socket to a protected agent, opened without a key, has to send it.
@@ -267,28 +269,22 @@ async def _send_error_and_close(
         await websocket.close(code, err.message[:120])
 
 
-class Connection:
+class Connection(ServerSocket):
     """One client's WebSocket: its actions in, its tasks' events out."""
 
     def __init__(self, websocket: WebSocket, hub: Hub, agent: HostedAgent, caller: Caller) -> None:
-        self.ws = websocket
+        settings = hub.settings.server
+        super().__init__(websocket, settings.ws_send_timeout, "too slow: reconnect and sync_state")
         self.hub = hub
         self.agent = agent
         self.engine: TaskEngine = agent.engine
         self.caller = caller
-        settings = hub.settings.server
         self.max_frame = settings.ws_max_frame_bytes
         self.idle_timeout = settings.ws_idle_timeout
-        self.send_timeout = settings.ws_send_timeout
         #: Task id -> what this connection sent of it.
         self.views: dict[str, TaskView] = {}
         #: Task id -> the asyncio task following it.
         self.followers: dict[str, asyncio.Task[None]] = {}
-        self._send_lock = asyncio.Lock()
-        self._closed = False
-        self._close_sent = False
-        #: The timeout of the reader's pending receive (cutting a client loose ends it).
-        self._receiving: asyncio.Timeout | None = None
         #: Frames received, waiting for the worker.
         self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue(64)
 
@@ -298,44 +294,7 @@ class Connection:
         """Send one event; a client too slow to read it is cut loose."""
         if self._closed:
             return
-        data = _enc.encode(event).decode()
-        async with self._send_lock:
-            try:
-                # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the result
-                # of a send that finished as the connection's tasks were being canceled,
-                # swallowing the cancellation, and the worker then waited for the next
-                # frame of a client long gone (the socket was never released)
-                async with asyncio.timeout(self.send_timeout):
-                    await self.ws.send_text(data)
-                if metrics.enabled():
-                    metrics.WEBSOCKET_EVENTS.inc(())
-            except TimeoutError:
-                log.info("WebSocket client too slow for %ss: cut loose", self.send_timeout)
-                if metrics.enabled():
-                    metrics.WEBSOCKETS_CUT_LOOSE.inc(())
-                await self.close(CLOSE_TRY_AGAIN, "too slow: reconnect and sync_state")
-            except (WebSocketDisconnect, RuntimeError, OSError):
-                self._closed = True
-
-    async def close(self, code: int, reason: str) -> None:
-        """Close the socket (once) and end the connection.
-
-        The close frame waits for room in the socket like any frame: a client that does
-        not read may never make room, so the attempt is bounded by ``ws_send_timeout``;
-        then the reader's pending receive is ended, the connection released, and the
-        server drops the transport (the client, if it ever reads, sees the socket end
-        without a close frame).
-        """
-        self._closed = True
-        if self._close_sent:
-            return
-        self._close_sent = True
-        with contextlib.suppress(Exception):  # TimeoutError included: give up on the frame
-            async with asyncio.timeout(self.send_timeout):
-                await self.ws.close(code, reason)
-        if self._receiving is not None:
-            with contextlib.suppress(RuntimeError):  # already expiring
-                self._receiving.reschedule(0)
+        await self.send_text(_enc.encode(event).decode())
 
     # --- the receive loop ---------------------------------------------------------
 

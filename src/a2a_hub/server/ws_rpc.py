@@ -38,14 +38,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from typing import Any
 
 import msgspec
 from starlette.requests import Request
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from a2a_hub import metrics
 from a2a_hub.engine.caller import Caller
 from a2a_hub.protocol.errors import (
     A2AError,
@@ -58,6 +56,7 @@ from a2a_hub.server.errors import encode_error, protocol_error
 from a2a_hub.server.hub import HostedAgent, Hub
 from a2a_hub.server.jsonrpc import handle
 from a2a_hub.server.sse import SseReply
+from a2a_hub.server.ws_socket import CLOSE_GOING_AWAY, ServerSocket
 
 __all__ = [
     "MAX_CALLS",
@@ -68,7 +67,6 @@ __all__ = [
     "error_frame",
 ]
 
-log = logging.getLogger("a2a_hub.server.ws")
 
 #: The subprotocol of the JSON-RPC binding over WebSocket.
 RPC_SUBPROTOCOL = "a2a.jsonrpc.v1"
@@ -87,8 +85,6 @@ MAX_CALLS = 256
 #: The method that stops a stream.
 CANCEL_STREAM = "cancelStream"
 
-_CLOSE_TRY_AGAIN = 1013
-_CLOSE_GOING_AWAY = 1001
 _enc = msgspec.json.Encoder()
 _STREAM_END = b',"result":{"streamEnd":{}}}'
 
@@ -149,18 +145,17 @@ def _http_view(websocket: WebSocket) -> Request:
     return Request(scope)
 
 
-class RpcConnection:
+class RpcConnection(ServerSocket):
     """One client's socket of the JSON-RPC subprotocol: requests in, responses out."""
 
     def __init__(self, websocket: WebSocket, hub: Hub, agent: HostedAgent, caller: Caller) -> None:
-        self.ws = websocket
+        settings = hub.settings.server
+        super().__init__(websocket, settings.ws_send_timeout, "too slow: reconnect")
         self.agent = agent
         self.caller = caller
-        settings = hub.settings.server
         self.max_frame = settings.ws_max_frame_bytes
         self.max_streams = settings.ws_max_streams
         self.idle_timeout = settings.ws_idle_timeout
-        self.send_timeout = settings.ws_send_timeout
         self.version = websocket.headers.get("a2a-version") or websocket.query_params.get(
             "A2A-Version"
         )
@@ -172,43 +167,12 @@ class RpcConnection:
         self.ending: set[str | int] = set()
         #: Every request in flight (streams included).
         self.calls: set[asyncio.Task[None]] = set()
-        self._send_lock = asyncio.Lock()
-        self._closed = False
-        self._close_sent = False
-        self._receiving: asyncio.Timeout | None = None
 
     # --- sending ------------------------------------------------------------------
 
     async def send(self, frame: bytes) -> None:
         """Send one frame; a client too slow to read it is cut loose."""
-        if self._closed:
-            return
-        async with self._send_lock:
-            try:
-                async with asyncio.timeout(self.send_timeout):
-                    await self.ws.send_text(frame.decode())
-                if metrics.enabled():
-                    metrics.WEBSOCKET_EVENTS.inc(())
-            except TimeoutError:
-                log.info("WebSocket client too slow for %ss: cut loose", self.send_timeout)
-                if metrics.enabled():
-                    metrics.WEBSOCKETS_CUT_LOOSE.inc(())
-                await self.close(_CLOSE_TRY_AGAIN, "too slow: reconnect")
-            except (WebSocketDisconnect, RuntimeError, OSError):
-                self._closed = True
-
-    async def close(self, code: int, reason: str) -> None:
-        """Close the socket (once, within ``ws_send_timeout``) and end the connection."""
-        self._closed = True
-        if self._close_sent:
-            return
-        self._close_sent = True
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(self.send_timeout):
-                await self.ws.close(code, reason)
-        if self._receiving is not None:
-            with contextlib.suppress(RuntimeError):
-                self._receiving.reschedule(0)
+        await self.send_text(frame.decode())
 
     # --- the receive loop ---------------------------------------------------------
 
@@ -221,7 +185,7 @@ class RpcConnection:
                         message = await self.ws.receive()
                 except TimeoutError:
                     if not self._closed:
-                        await self.close(_CLOSE_GOING_AWAY, "idle timeout")
+                        await self.close(CLOSE_GOING_AWAY, "idle timeout")
                     break
                 finally:
                     self._receiving = None

@@ -1,0 +1,84 @@
+"""The sending side of a server WebSocket, shared by its two subprotocols.
+
+The event channel (:class:`a2a_hub.server.ws.Connection`) and A2A over WebSocket
+(:class:`a2a_hub.server.ws_rpc.RpcConnection`) send frames the same way: one at a time
+under a lock, each within ``ws_send_timeout`` (a client that does not read for that long is
+cut loose with 1013), and close the socket once, the close frame bounded by the same
+timeout, ending the reader's pending receive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from a2a_hub import metrics
+
+__all__ = ["CLOSE_GOING_AWAY", "CLOSE_POLICY", "CLOSE_TRY_AGAIN", "ServerSocket"]
+
+log = logging.getLogger("a2a_hub.server.ws")
+
+#: Close codes.
+CLOSE_TRY_AGAIN = 1013
+CLOSE_POLICY = 1008
+CLOSE_GOING_AWAY = 1001
+
+
+class ServerSocket:
+    """A server socket's frames out and its one close; ``too_slow`` is the close reason
+    given to a client cut loose for not reading."""
+
+    def __init__(self, websocket: WebSocket, send_timeout: float, too_slow: str) -> None:
+        self.ws = websocket
+        self.send_timeout = send_timeout
+        self._too_slow = too_slow
+        self._send_lock = asyncio.Lock()
+        self._closed = False
+        self._close_sent = False
+        #: The timeout of the reader's pending receive (cutting a client loose ends it).
+        self._receiving: asyncio.Timeout | None = None
+
+    async def send_text(self, data: str) -> None:
+        """Send one frame; a client too slow to read it is cut loose."""
+        if self._closed:
+            return
+        async with self._send_lock:
+            try:
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the result
+                # of a send that finished as the connection's tasks were being canceled,
+                # swallowing the cancellation, and the worker then waited for the next
+                # frame of a client long gone (the socket was never released)
+                async with asyncio.timeout(self.send_timeout):
+                    await self.ws.send_text(data)
+                if metrics.enabled():
+                    metrics.WEBSOCKET_EVENTS.inc(())
+            except TimeoutError:
+                log.info("WebSocket client too slow for %ss: cut loose", self.send_timeout)
+                if metrics.enabled():
+                    metrics.WEBSOCKETS_CUT_LOOSE.inc(())
+                await self.close(CLOSE_TRY_AGAIN, self._too_slow)
+            except (WebSocketDisconnect, RuntimeError, OSError):
+                self._closed = True
+
+    async def close(self, code: int, reason: str) -> None:
+        """Close the socket (once) and end the connection.
+
+        The close frame waits for room in the socket like any frame: a client that does
+        not read may never make room, so the attempt is bounded by ``ws_send_timeout``;
+        then the reader's pending receive is ended, the connection released, and the
+        server drops the transport (the client, if it ever reads, sees the socket end
+        without a close frame).
+        """
+        self._closed = True
+        if self._close_sent:
+            return
+        self._close_sent = True
+        with contextlib.suppress(Exception):  # TimeoutError included: give up on the frame
+            async with asyncio.timeout(self.send_timeout):
+                await self.ws.close(code, reason)
+        if self._receiving is not None:
+            with contextlib.suppress(RuntimeError):  # already expiring
+                self._receiving.reschedule(0)

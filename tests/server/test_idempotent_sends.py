@@ -2,8 +2,8 @@
 at once runs the agent once, and reused for another message is refused.
 
 One real server (HTTP and gRPC on loopback ports); each binding is driven as its clients
-do: JSON-RPC 1.0 and 0.3 and REST with httpx (header ``Idempotency-Key``), gRPC with the
-official SDK's stub (metadata ``idempotency-key``).
+do: JSON-RPC 1.0, 1.1 (preview) and 0.3 and REST with httpx (header ``Idempotency-Key``),
+gRPC with the official SDK's stub (metadata ``idempotency-key``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from a2a_hub.stores.memory import MemoryStore
 from tests.support.agents import Counted
 from tests.support.hub import LiveServer
 
-BINDINGS = ["jsonrpc-1.0", "jsonrpc-0.3", "rest", "grpc"]
+#: jsonrpc-1.1: the 1.0 method under ``A2A-Version: 1.1`` (the preview's own send path).
+BINDINGS = ["jsonrpc-1.0", "jsonrpc-1.1", "jsonrpc-0.3", "rest", "grpc"]
 REASON = "IDEMPOTENCY_KEY_REUSED"
 
 
@@ -117,7 +118,7 @@ async def send(
     }
     if context_id is not None:
         message10["contextId"] = context_id
-    headers["A2A-Version"] = "1.0"
+    headers["A2A-Version"] = "1.1" if binding == "jsonrpc-1.1" else "1.0"
     if binding == "rest":
         r = await server.http.post(
             "/a2a/counted/message:send", json={"message": message10}, headers=headers
@@ -138,6 +139,7 @@ async def send(
 #: The refusal each binding answers for a key used for another message.
 EXPECTED_CODE: dict[str, int | str] = {
     "jsonrpc-1.0": -32602,
+    "jsonrpc-1.1": -32602,
     "jsonrpc-0.3": -32602,
     "rest": 422,
     "grpc": "INVALID_ARGUMENT",

@@ -320,7 +320,10 @@ def _v11_event(event: StreamResponse) -> StreamResponse | None:  # marks the 1.1
 async def _send_11(call: Call) -> Any:
     request = _via(_decode(call.params, SendMessageRequestV11), None)
     result = await call.agent.engine.send_v11(
-        request, caller=call.caller, extensions=activate_for_request(call.agent)
+        request,
+        caller=call.caller,
+        extensions=activate_for_request(call.agent),
+        idempotency_key=call.idempotency_key,
     )
     if isinstance(result, Task):
         return SendMessageResponse(task=result)
@@ -331,7 +334,10 @@ async def _stream_11(call: Call) -> Any:
     call.agent.require_streaming("SendStreamingMessage")
     request = _via(_decode(call.params, SendMessageRequestV11), None)
     stream = await call.agent.engine.send_stream(
-        request, caller=call.caller, extensions=activate_for_request(call.agent)
+        request,
+        caller=call.caller,
+        extensions=activate_for_request(call.agent),
+        idempotency_key=call.idempotency_key,
     )
     return _rpc_stream(call, stream, _v11_event, "1.1")
 

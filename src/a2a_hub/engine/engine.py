@@ -115,31 +115,9 @@ class TaskEngine:
         its first request produced, or refused if that request was another message
         (:mod:`a2a_hub.engine.claims`).
         """
-        key = claim_key(request.message.message_id, idempotency_key)
-        opened = await self._open(request, new_task_id, caller, extensions, idempotency_key, key)
-        config = request.configuration
-        history_length = config.history_length if config is not None else None
-        if isinstance(opened, MessageClaim):
-            return await self.claims.answer(request, caller.owner, key, opened)
-        run = opened
-        if config is not None and config.return_immediately:
-            run.ensure_task()
-            try:
-                await run.flush()
-            finally:
-                # Written or not, the task runs: the claim makes a retry of this message
-                # find it (and the flusher writes it, with its lease, once it can).
-                run.driver = asyncio.ensure_future(self._drive(run))
-            return trim_history(run.snapshot(), history_length)
-        # Blocking: run the executor right here, in the request's own asyncio task (no
-        # task to create, no hop through the loop).  A CancelTask cancels this task;
-        # drive() absorbs that cancellation and leaves the task canceled.
-        run.driver = asyncio.current_task()
-        await self._drive(run, answer=True)
-        result = run.settled.result()
-        if isinstance(result, Task):
-            return trim_history(result, history_length)
-        return result
+        return await self._send(
+            request, new_task_id, caller, extensions, idempotency_key, generation=False
+        )
 
     async def send_v11(
         self,
@@ -155,15 +133,29 @@ class TaskEngine:
         continued task's generation before its message is claimed (TaskGenerationMismatch).
         A message id (or ``idempotency_key``) already sent is answered with its task as it
         is now."""
+        return await self._send(request, None, caller, extensions, idempotency_key, generation=True)
+
+    async def _send(
+        self,
+        request: SendMessageRequest,
+        new_task_id: str | None,
+        caller: Caller,
+        extensions: frozenset[str],
+        idempotency_key: str | None,
+        *,
+        generation: bool,
+    ) -> Task | Message:
+        """:meth:`send`, and with ``generation`` :meth:`send_v11` (a task answered is
+        stamped with the seq it was answered at)."""
         key = claim_key(request.message.message_id, idempotency_key)
-        opened = await self._open(request, None, caller, extensions, idempotency_key, key)
+        opened = await self._open(request, new_task_id, caller, extensions, idempotency_key, key)
         config = request.configuration
         history_length = config.history_length if config is not None else None
         if isinstance(opened, MessageClaim):
-            result = await self.claims.answer(request, caller.owner, key, opened)
-            if isinstance(result, Message):
-                return result
-            now = await self.log.snapshot(result.id)
+            answer = await self.claims.answer(request, caller.owner, key, opened)
+            if not generation or isinstance(answer, Message):
+                return answer
+            now = await self.log.snapshot(answer.id)
             assert now.event.task is not None
             return stamped(trim_history(now.event.task, history_length), now.seq)
         run = opened
@@ -172,13 +164,20 @@ class TaskEngine:
             try:
                 await run.flush()
             finally:
+                # Written or not, the task runs: the claim makes a retry of this message
+                # find it (and the flusher writes it, with its lease, once it can).
                 run.driver = asyncio.ensure_future(self._drive(run))
-            return stamped(trim_history(run.snapshot(), history_length), run.seq)
+            task = trim_history(run.snapshot(), history_length)
+            return stamped(task, run.seq) if generation else task
+        # Blocking: run the executor right here, in the request's own asyncio task (no
+        # task to create, no hop through the loop).  A CancelTask cancels this task;
+        # drive() absorbs that cancellation and leaves the task canceled.
         run.driver = asyncio.current_task()
         await self._drive(run, answer=True)
         result = run.settled.result()
         if isinstance(result, Task):
-            return stamped(trim_history(result, history_length), run.settled_seq)
+            task = trim_history(result, history_length)
+            return stamped(task, run.settled_seq) if generation else task
         return result
 
     async def begin(

@@ -49,3 +49,6 @@ class HubLinks:
     agent_ids: Callable[[], list[str]] = list
     #: The conversation store (the registry's), for prompts built from a whole context.
     conversations: ConversationSource = no_conversations
+    #: The hub's store URL (``settings.store.url``): where framework adapters keep their own
+    #: durable state (ADK sessions, LangGraph checkpoints) beside the hub's tasks.
+    store_url: str | None = None

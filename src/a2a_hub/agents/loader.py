@@ -12,16 +12,18 @@ import importlib
 import inspect
 from typing import Any
 
+from a2a_hub.agents import frameworks
 from a2a_hub.agents._options import INJECTED, named_options
 from a2a_hub.agents.composite import LoopExecutor, ParallelExecutor, SequentialExecutor
 from a2a_hub.agents.echo import EchoExecutor
+from a2a_hub.agents.frameworks import extra_for_module
 from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.llm import LLMExecutor
 from a2a_hub.agents.remote import RemoteExecutor
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.settings import AgentSpec, SettingsError
 
-__all__ = ["KINDS", "LINKED_KINDS", "build_executor", "check_options", "load_class"]
+__all__ = ["KINDS", "LINKED_KINDS", "build_executor", "check_options", "load_class", "load_object"]
 
 KINDS: dict[str, type[AgentExecutor]] = {
     "echo": EchoExecutor,
@@ -36,20 +38,30 @@ KINDS: dict[str, type[AgentExecutor]] = {
 LINKED_KINDS = frozenset({"llm", "remote", "sequential", "parallel", "loop"})
 
 
-def load_class(path: str) -> type[AgentExecutor]:
-    """Import ``package.module:ClassName`` and check it is an :class:`AgentExecutor`."""
+def load_object(path: str) -> Any:
+    """Import ``package.module:attr`` (``attr`` may be dotted) and return the object."""
     module_name, sep, attr = path.partition(":")
     if not sep or not module_name or not attr:
         raise SettingsError(f"executor {path!r} must look like 'package.module:ClassName'")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise SettingsError(f"cannot import module {module_name!r} for {path!r}: {exc}") from None
+        framework = extra_for_module(exc.name or "")
+        hint = f" ({framework.title} is not installed: {framework.pip})" if framework else ""
+        raise SettingsError(
+            f"cannot import module {module_name!r} for {path!r}: {exc}{hint}"
+        ) from None
     obj: Any = module
     for name in attr.split("."):
         obj = getattr(obj, name, None)
         if obj is None:
             raise SettingsError(f"module {module_name!r} has no {attr!r}")
+    return obj
+
+
+def load_class(path: str) -> type[AgentExecutor]:
+    """Import ``package.module:ClassName`` and check it is an :class:`AgentExecutor`."""
+    obj = load_object(path)
     if not (isinstance(obj, type) and issubclass(obj, AgentExecutor)):
         raise SettingsError(
             f"{path} is not an AgentExecutor subclass (from a2a_hub import AgentExecutor)"
@@ -66,7 +78,11 @@ def build_executor(spec: AgentSpec, *, links: HubLinks | None = None) -> AgentEx
     if spec.kind == "python":
         if not spec.executor:
             raise SettingsError(f"agent {spec.id!r}: kind 'python' needs executor = 'module:Class'")
-        cls = load_class(spec.executor)
+        target = load_object(spec.executor)
+        if not (isinstance(target, type) and issubclass(target, AgentExecutor)):
+            # another framework's agent (a2a-sdk, ADK, LangGraph, ...): its adapter
+            return frameworks.adapt(target, spec=spec, links=links or HubLinks())
+        cls = target
     elif spec.kind in KINDS:
         cls = KINDS[spec.kind]
     else:

@@ -115,6 +115,7 @@ class Hub:
             mcp_servers={server.name: server for server in settings.mcp_servers},
             agent_ids=lambda: sorted(self.agents),
             conversations=self._conversation,
+            store_url=settings.store.url,
         )
         #: Engines of replaced or removed agents whose running tasks have not ended yet.
         self._retiring = Retiring(self.cluster)

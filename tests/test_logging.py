@@ -20,7 +20,7 @@ from a2a_hub._logging import configure_logging, redact
 from a2a_hub.server.health import _check
 from a2a_hub.stores.urls import describe_store_url, safe_store_url
 from tests.support.cli import reachable
-from tests.support.processes import CLI, child_env, free_port
+from tests.support.processes import CLI, child_env, free_port, hub_process
 from tests.support.stores import IN_CI, POSTGRES_URL
 
 SECRET = "S3cr3tPw"
@@ -121,3 +121,24 @@ def test_serve_never_prints_a_store_password(tmp_path: Path) -> None:
         assert "store postgresql://postgres:***@" in out, out
         assert '"store":"ok"' in ready
         assert SECRET not in out + ready
+
+
+def test_websocket_key_in_query_is_redacted_in_uvicorn_lines(tmp_path: Path) -> None:
+    """Default logging (plain, uvicorn's own handlers): the WebSocket line uvicorn writes
+    for ``/a2a/echo/ws?api_key=KEY`` shows the key as ***."""
+    import asyncio
+
+    import websockets
+
+    key = "a2ah_" + SECRET
+    with hub_process("echo", cwd=tmp_path, options=("--log-level", "info")) as url:
+        ws_url = url.replace("http://", "ws://") + f"/a2a/echo/ws?api_key={key}"
+
+        async def visit() -> None:
+            async with websockets.connect(ws_url):
+                pass
+
+        asyncio.run(visit())
+    logged = "\n".join(p.read_text() for p in tmp_path.glob("hub-*.log"))
+    assert "/a2a/echo/ws?api_key=***" in logged
+    assert SECRET not in logged

@@ -15,7 +15,7 @@ import re
 import time
 from typing import Any
 
-__all__ = ["JsonFormatter", "RedactingFilter", "configure_logging", "redact"]
+__all__ = ["JsonFormatter", "RedactingFilter", "configure_logging", "redact", "redact_handlers"]
 
 #: ``scheme://user:PASSWORD@`` (the user part may be empty: ``redis://:PASSWORD@``).
 _URL_PASSWORD = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^:/?#@\s'\"]*:)([^@\s'\"/]+)(@)")
@@ -87,3 +87,13 @@ def configure_logging(level: str, fmt: str = "plain") -> None:
             logger = logging.getLogger(name)
             logger.handlers[:] = []
             logger.propagate = True
+
+
+def redact_handlers(*names: str) -> None:
+    """Put a :class:`RedactingFilter` on every handler of the loggers ``names`` (uvicorn's own
+    handlers, which its default logging config installs beside ours: its WebSocket line
+    ``"WebSocket /a2a/x/ws?api_key=KEY" [accepted]`` would otherwise show the key)."""
+    for name in names:
+        for handler in logging.getLogger(name).handlers:
+            if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+                handler.addFilter(RedactingFilter())

@@ -43,7 +43,9 @@ async def test_batches_append_in_order_once(url: str) -> None:
         assert await registry.append_batch([(agent, old, "ann", "t1", [msg("m1"), msg("m2")])]) == 2
         added = await registry.append_batch(
             [
-                (agent, old, "bob", "t2", [msg("m2"), msg("m3")]),  # m2 is known: skipped
+                (agent, old, "ann", "t2", [msg("m2"), msg("m3")]),  # m2 is known: skipped
+                # another caller's message with ann's context id: never in ann's (item 30.11)
+                (agent, old, "bob", "t5", [msg("intruder")]),
                 (agent, new, "bob", "t3", [msg("n1"), msg("n1"), msg("n2")]),  # n1 twice
                 (other, old, None, "t4", [msg("m1")]),  # another agent's conversation
                 (agent, new, "bob", "t3", [msg("n3")]),
@@ -53,6 +55,13 @@ async def test_batches_append_in_order_once(url: str) -> None:
         owner, got = await registry.conversation(agent, old) or (None, [])
         assert owner == "ann"  # set when the conversation was created, never changed
         assert [(seq, m.message_id) for seq, m in got] == [(1, "m1"), (2, "m2"), (3, "m3")]
+        # a batch that creates a conversation takes only its creator's messages
+        assert await registry.append_batch(
+            [(agent, "ctx-two", "cy", "t6", [msg("c1")]), (agent, "ctx-two", "dee", "t7",
+              [msg("d1")]), (agent, "ctx-two", "cy", "t6", [msg("c2")])]
+        ) == 2  # fmt: skip
+        owner, got = await registry.conversation(agent, "ctx-two") or (None, [])
+        assert owner == "cy" and [(s, m.message_id) for s, m in got] == [(1, "c1"), (2, "c2")]
         owner, got = await registry.conversation(agent, new) or (None, [])
         assert owner == "bob"
         assert [(seq, m.message_id) for seq, m in got] == [(1, "n1"), (2, "n2"), (3, "n3")]
@@ -60,7 +69,7 @@ async def test_batches_append_in_order_once(url: str) -> None:
             m.message_id for _, m in (await registry.conversation(other, old) or ("", []))[1]
         ] == ["m1"]
         # the next batch continues each conversation where it ended
-        assert await registry.append_batch([(agent, new, "x", "t5", [msg("n4"), msg("n1")])]) == 1
+        assert await registry.append_batch([(agent, new, "bob", "t5", [msg("n4"), msg("n1")])]) == 1
         _, got = await registry.conversation(agent, new, after=2) or (None, [])
         assert [(seq, m.message_id) for seq, m in got] == [(3, "n3"), (4, "n4")]
     finally:

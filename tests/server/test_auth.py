@@ -670,6 +670,43 @@ async def test_conversations_keep_every_message_once_for_their_owner(served: Liv
         assert full["owner"] == "alice" and len(full["messages"]) >= 4
 
 
+async def test_another_caller_cannot_write_into_a_conversation(served: LiveServer) -> None:
+    """Issue 30 item 11: bob sending with alice's context id starts his own task there;
+    nothing of his ever appears in alice's conversation (what an llm agent reads for her)."""
+    hub = served.hub
+    alice = {"X-API-Key": await new_key(hub, agents=["chat", "pizza"], principal="alice")}
+    bob = {"X-API-Key": await new_key(hub, agents=["chat", "pizza"], principal="bob")}
+    async with httpx.AsyncClient(timeout=30) as http:
+        for agent in ("chat", "pizza"):  # an immediate reply, and a task
+            url = f"{served.url}/a2a/{agent}"
+            r = await http.post(url + "/message:send", json=msg10("mine", contextId="cx"),
+                                headers=alice)  # fmt: skip
+            assert r.status_code == 200, r.text
+
+            async def history(headers: dict[str, str], url: str = url) -> httpx.Response:
+                return await http.get(url + "/contexts/cx/messages", headers=headers)
+
+            await eventually(
+                lambda: history(alice),
+                lambda r: r.status_code == 200 and len(r.json()["messages"]) >= 2,
+            )
+            r = await http.post(url + "/message:send", json=msg10("intruder", contextId="cx"),
+                                headers=bob)  # fmt: skip
+            assert r.status_code == 200, r.text
+            # bob's own message is answered; a later message of alice's is recorded after it
+            await http.post(url + "/message:send", json=msg10("later", contextId="cx"),
+                            headers=alice)  # fmt: skip
+            r = await eventually(
+                lambda: history(alice),
+                lambda r: "later" in str(r.json()),
+            )
+            texts = [p.get("text") for m in r.json()["messages"] for p in m["parts"]]
+            assert "intruder" not in str(texts), texts
+            owner_tail = await hub.links.conversations(agent, "cx", "alice", 50)
+            assert owner_tail is not None
+            assert all("intruder" not in str(m.parts) for m in owner_tail)
+
+
 async def test_keys_and_agents_cli_through_the_admin_api(served: LiveServer) -> None:
     from typer.testing import CliRunner
 

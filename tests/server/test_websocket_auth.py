@@ -5,6 +5,7 @@ A real uvicorn server with a SQLite registry; the ``websockets`` package as the 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -163,3 +164,83 @@ async def test_callers_see_only_their_own_tasks(served: LiveServer) -> None:
         await send(ws, action="cancel_task", global_task_id=task_id)
         events = await until(ws, terminal)
         assert events[-1]["status"] == "canceled"
+
+
+async def _revoke(server: LiveServer, key: str) -> None:
+    registry = server.hub.registry
+    assert registry is not None
+    info = await registry.lookup_key(key)
+    assert info is not None
+    await registry.revoke_key(info.id)
+    if server.hub.authenticator is not None:  # as the admin API does after a revocation
+        server.hub.authenticator.forget()
+
+
+@pytest.mark.parametrize("how", ["first-frame", "header", "query", "subprotocol"])
+async def test_a_revoked_key_closes_its_open_socket(served: LiveServer, how: str) -> None:
+    """Issue 30 item 13: the key is checked again before every action; once revoked the
+    socket gets the error and closes with 1008, whichever way it carried the key."""
+    key = await new_key(served, agents=["locked"], name="bob")
+    url, options = ws_url(served, "locked"), {}
+    if how == "header":
+        options = {"additional_headers": {"X-API-Key": key}}
+    elif how == "query":
+        url = f"{url}?api_key={key}"
+    elif how == "subprotocol":
+        options = {"subprotocols": ["a2a-hub", f"a2a-key.{key}"]}
+    async with connect(url, **options) as ws:
+        if how == "first-frame":
+            await send(ws, action="authenticate", api_key=key)
+            assert (await recv(ws))["event"] == "authenticated"
+        assert (await echo_round(ws, "before"))[-1]["status"] == "completed"
+        await _revoke(served, key)
+        await send(ws, action="send_message", message_id="m-after", text="after")
+        err = await recv(ws)
+        assert err["event"] == "error" and err["code"] == "unauthenticated", err
+        assert "revoked" in err["message"]
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await recv(ws)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+        assert "revoked" in closed.value.rcvd.reason
+    page = await served.hub.store.list_tasks("locked", TaskQuery())
+    assert [t.history[0].parts[0].text for t in page.tasks if t.history] == ["before"]
+
+
+async def test_an_expiring_key_closes_its_open_socket(served: LiveServer) -> None:
+    """A key that expires while its socket is open stops it as a revoked one does."""
+    import time
+
+    registry = served.hub.registry
+    assert registry is not None
+    key, info = await registry.create_key(agents=["locked"], expires_in=1.0)
+    async with connect(ws_url(served, "locked"), additional_headers={"X-API-Key": key}) as ws:
+        assert (await echo_round(ws, "early"))[-1]["status"] == "completed"
+        assert info.expires_at is not None
+        hang_guard = time.monotonic() + 60
+        while True:  # pings until the key has expired (and its 1 s cache entry too)
+            await send(ws, action="ping")
+            event = await recv(ws)
+            if event["event"] != "pong" or time.monotonic() > hang_guard:
+                break
+            await asyncio.sleep(0.05)  # a polling interval, not a wait for something
+        assert time.time() >= info.expires_at
+        assert event["event"] == "error" and "expired" in event["message"], event
+        assert await closed_with(ws) == 1008
+
+
+async def test_a_revoked_key_closes_its_json_rpc_socket(served: LiveServer) -> None:
+    """The same on the JSON-RPC subprotocol (``a2a.jsonrpc.v1``)."""
+    key = await new_key(served, agents=["locked"])
+    frame = {"jsonrpc": "2.0", "id": "g", "method": "ListTasks", "params": {}}
+    async with connect(
+        ws_url(served, "locked"),
+        subprotocols=["a2a.jsonrpc.v1"],
+        additional_headers={"X-API-Key": key, "A2A-Version": "1.0"},
+    ) as ws:
+        await ws.send(json.dumps(frame))
+        assert "result" in await recv(ws)
+        await _revoke(served, key)
+        await ws.send(json.dumps(frame))
+        answer = await recv(ws)
+        assert "revoked" in answer["error"]["message"], answer
+        assert await closed_with(ws) == 1008

@@ -243,6 +243,7 @@ def _quiet_stops() -> None:
 def _uvicorn_config(app: Any, settings: Any, **extra: Any) -> Any:
     import uvicorn
 
+    from a2a_hub._logging import redact_handlers
     from a2a_hub.server.connections import uvicorn_options
 
     server = settings.server
@@ -259,6 +260,8 @@ def _uvicorn_config(app: Any, settings: Any, **extra: Any) -> Any:
         **extra,
     )
     uvicorn_options(config, server.header_timeout)  # slow clients: see server/connections.py
+    # uvicorn configured its loggers above; its handlers redact keys and passwords too
+    redact_handlers("uvicorn", "uvicorn.error", "uvicorn.access")
     return config
 
 

@@ -37,7 +37,9 @@ class RegistryConversations(RegistryBase):
         """Append messages to conversations, in order, in one transaction of a few
         statements whatever the batch's size; a message id a conversation holds already
         is skipped.  Each entry is ``(agent_id, context_id, owner, task_id, messages)``;
-        a conversation's owner is set when it is created.  Returns how many were added.
+        a conversation's owner is set when it is created, and only its owner's messages
+        join it: another caller using the same context id adds nothing to it (that caller's
+        messages stay in its own tasks).  Returns how many were added.
 
         Each conversation is inserted first (kept if it exists: this also takes the
         write lock, or on PostgreSQL the rows' locks, before anything is read), already
@@ -52,6 +54,8 @@ class RegistryConversations(RegistryBase):
         for agent_id, context_id, owner, _, new in entries:
             owners.setdefault((agent_id, context_id), owner)
             ids = fresh_ids.setdefault((agent_id, context_id), {})
+            if owners[(agent_id, context_id)] != owner:
+                continue  # not the messages of the owner it would be created for
             for message in new:
                 ids[message.message_id] = None
         # Per agent, "context_id IN (…)": an index serves it on SQLite and PostgreSQL alike
@@ -76,7 +80,7 @@ class RegistryConversations(RegistryBase):
                 ],
             )
             found = await conn.execute(
-                select(cc.agent_id, cc.context_id, cc.last_seq, cc.created_at)
+                select(cc.agent_id, cc.context_id, cc.owner, cc.last_seq, cc.created_at)
                 .where(
                     or_(
                         *(
@@ -88,12 +92,15 @@ class RegistryConversations(RegistryBase):
                 .with_for_update()
             )
             seqs: dict[tuple[str, str], int] = {}
+            #: The owner of each conversation: only its owner's messages join it.
+            owner_of: dict[tuple[str, str], str | None] = {}
             older: dict[str, list[str]] = {}
             older_pairs: list[tuple[str, str]] = []
             for r in found:
                 pair = (r.agent_id, r.context_id)
                 if pair not in owners:
                     continue
+                owner_of[pair] = r.owner
                 if r.created_at == now and r.last_seq == len(fresh_ids[pair]):
                     seqs[pair] = 0  # created by this batch: numbered from 1, nothing known
                 else:
@@ -122,7 +129,9 @@ class RegistryConversations(RegistryBase):
                     )
                 }
             rows = []
-            for agent_id, context_id, _, task_id, new in entries:
+            for agent_id, context_id, owner, task_id, new in entries:
+                if owner != owner_of.get((agent_id, context_id), owner):
+                    continue  # another caller's context id: never written into its owner's
                 for message in new:
                     ident = (agent_id, context_id, message.message_id)
                     if ident in known:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -107,6 +108,7 @@ def admin(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         try:
             hub = hub_of(request)
             registry = _admin_registry(request, hub)
+            _refuse_nul([*request.path_params.values(), *request.query_params.values()])
             result = await handler(request, hub, registry)
         except UnknownEntryError as exc:
             return rest_error(ResourceNotFoundError(str(exc)))
@@ -124,8 +126,26 @@ def admin(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     return endpoint
 
 
+def _refuse_nul(value: Any) -> None:
+    """No NUL character in any string of ``value`` (PostgreSQL cannot store one, and no
+    name, id or URL needs one): a clear 400 instead of a database error."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise InvalidParamsError("strings must not contain NUL characters (\\u0000)")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_nul(key)
+            _refuse_nul(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _refuse_nul(item)
+
+
 async def _body(request: Request, type_: type[Any]) -> Any:
     raw = await request.body()
+    if b"\\u0000" in raw:  # only then decode twice, to find it in a string
+        with contextlib.suppress(msgspec.DecodeError):
+            _refuse_nul(msgspec.json.decode(raw))
     try:
         return fieldnames.decode_with(msgspec.json.Decoder(type_), raw or b"{}")
     except msgspec.ValidationError as exc:
@@ -265,9 +285,18 @@ def _float(request: Request, name: str) -> float | None:
     if not value:
         return None
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
-        raise InvalidParamsError(f"{name} must be a number, not {value!r}") from None
+        number = math.nan
+    if not math.isfinite(number):
+        raise InvalidParamsError(f"{name} must be a finite number, not {value!r}")
+    return number
+
+
+def _int(request: Request, name: str, default: int, *, low: int = 0, high: int) -> int:
+    """The integer query parameter ``name`` (``default`` when absent), within low..high."""
+    number = _float(request, name)
+    return default if number is None else max(low, min(int(number), high))
 
 
 @admin
@@ -283,13 +312,13 @@ async def search_tasks(request: Request, hub: Hub, registry: Registry) -> Any:
         if state is None:
             raise InvalidParamsError(f"unknown state {q['state']!r}")
     age = _float(request, "maxAgeSeconds")
-    size = int(_float(request, "pageSize") or 50)
+    size = _int(request, "pageSize", 50, low=1, high=1000)
     query = TaskQuery(
         context_id=q.get("contextId") or None,
         state=state,
         owner=q.get("owner") or None,
         updated_after=None if age is None else time.time() - age,
-        page_size=max(1, min(size, 1000)),
+        page_size=size,
         page_token=q.get("pageToken") or None,
     )
     page = await hub.store.list_tasks(agent_id, query)
@@ -323,8 +352,8 @@ async def list_conversations(request: Request, hub: Hub, registry: Registry) -> 
 @admin
 async def conversation_history(request: Request, hub: Hub, registry: Registry) -> Any:
     """``GET /conversations/{agent}/{contextId}/messages?pageSize=&pageToken=``."""
-    size = max(1, min(int(_float(request, "pageSize") or 100), 1000))
-    after = int(_float(request, "pageToken") or 0)
+    size = _int(request, "pageSize", 100, low=1, high=1000)
+    after = _int(request, "pageToken", 0, high=2**63 - 1)
     found = await registry.conversation(
         request.path_params["agent_id"], request.path_params["context_id"], after=after, limit=size
     )

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections import Counter
 from typing import Any
@@ -74,7 +75,7 @@ from a2a_hub.protocol.types import (
     Task,
     TaskState,
 )
-from a2a_hub.server.auth import KEY_SUBPROTOCOL, authenticate
+from a2a_hub.server.auth import KEY_SUBPROTOCOL, authenticate, key_of
 from a2a_hub.server.caller import KEY_IN_FIRST_FRAME, caller_of
 from a2a_hub.server.errors import protocol_error
 from a2a_hub.server.hub import HostedAgent, Hub
@@ -162,6 +163,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         return
     settings = hub.settings.server
     await websocket.accept(subprotocol)
+    api_key: str | None
     if websocket.scope["state"].get(KEY_IN_FIRST_FRAME):
         first = await (
             _first_rpc_frame_caller(websocket, hub, agent)
@@ -170,9 +172,9 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         )
         if first is None:
             return
-        caller = first
+        caller, api_key = first
     else:
-        caller = caller_of(websocket)
+        caller, api_key = caller_of(websocket), key_of(websocket.scope)
     sockets = _sockets(websocket)
     key = caller.key_id or caller.principal
     if sockets.agents[agent.id] >= settings.ws_max_sockets or (
@@ -196,10 +198,10 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     if record:
         metrics.WEBSOCKETS_OPEN.inc()
     try:
-        if rpc:
-            await RpcConnection(websocket, hub, agent, caller).run()
-        else:
-            await Connection(websocket, hub, agent, caller).run()
+        connection = (RpcConnection if rpc else Connection)(websocket, hub, agent, caller)
+        if api_key is not None and caller.key_id is not None:
+            connection.recheck = functools.partial(authenticate, hub.auth, agent.id, api_key)
+        await connection.run()
     finally:
         if record:
             metrics.WEBSOCKETS_OPEN.dec()
@@ -210,7 +212,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
 
 async def _first_rpc_frame_caller(
     websocket: WebSocket, hub: Hub, agent: HostedAgent
-) -> Caller | None:
+) -> tuple[Caller, str] | None:
     """:func:`_first_frame_caller` for the JSON-RPC subprotocol (its ``authenticate``)."""
     within = min(hub.settings.server.ws_idle_timeout, _FIRST_FRAME_TIMEOUT)
     found = await first_frame_caller(websocket, hub, agent, within)
@@ -220,10 +222,13 @@ async def _first_rpc_frame_caller(
     return found
 
 
-async def _first_frame_caller(websocket: WebSocket, hub: Hub, agent: HostedAgent) -> Caller | None:
-    """The caller of a socket to a protected agent opened without a key: its first frame
-    must be ``authenticate`` with a usable key.  Otherwise an ``error`` event (401 / 403
-    equivalent: ``unauthenticated`` / ``permission_denied``), close 1008 and ``None``."""
+async def _first_frame_caller(
+    websocket: WebSocket, hub: Hub, agent: HostedAgent
+) -> tuple[Caller, str] | None:
+    """The caller of a socket to a protected agent opened without a key, and the key: its
+    first frame must be ``authenticate`` with a usable key.  Otherwise an ``error`` event
+    (401 / 403 equivalent: ``unauthenticated`` / ``permission_denied``), close 1008 and
+    ``None``."""
     within = min(hub.settings.server.ws_idle_timeout, _FIRST_FRAME_TIMEOUT)
     try:
         async with asyncio.timeout(within):
@@ -257,7 +262,7 @@ async def _first_frame_caller(websocket: WebSocket, hub: Hub, agent: HostedAgent
         await websocket.send_text(_enc.encode(Authenticated(principal=caller.principal)).decode())
     except (WebSocketDisconnect, RuntimeError, OSError):
         return None
-    return caller
+    return caller, action.api_key
 
 
 async def _send_error_and_close(
@@ -357,7 +362,13 @@ class Connection(ServerSocket):
     async def _work(self) -> None:
         while not self._closed:
             data = await self._inbox.get()
+            if not await self.authorized():
+                break
             await self.handle_frame(data)
+
+    async def refused(self, err: A2AError) -> None:
+        """The socket's key no longer holds: an ``error`` event before the close."""
+        await self.send(error_event(err))
 
     async def handle_frame(self, data: str | bytes) -> None:
         """Decode and run one client frame; every failure becomes an ``error`` event."""

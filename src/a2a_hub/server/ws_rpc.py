@@ -194,6 +194,8 @@ class RpcConnection(ServerSocket):
                 text: str | None = message.get("text")
                 data: bytes | None = text.encode() if text is not None else message.get("bytes")
                 if data is not None:
+                    if not await self.authorized():
+                        break
                     self.accept(data)
         except (WebSocketDisconnect, RuntimeError):
             pass
@@ -275,6 +277,10 @@ class RpcConnection(ServerSocket):
 
     # --- requests -----------------------------------------------------------------
 
+    async def refused(self, err: A2AError) -> None:
+        """The socket's key no longer holds: an error response (id null) before the close."""
+        await self.send(error_frame(None, protocol_error(err, self.where)))
+
     async def _refuse(self, req_id: str | int | None, err: A2AError) -> None:
         await self.send(error_frame(req_id, protocol_error(err, self.where)))
 
@@ -349,10 +355,10 @@ class RpcConnection(ServerSocket):
 
 async def first_frame_caller(
     websocket: WebSocket, hub: Hub, agent: HostedAgent, within: float
-) -> Caller | A2AError | None:
-    """The caller of a JSON-RPC socket opened without a key: its first frame must be
-    ``authenticate`` with a usable key.  ``None`` if the client left; else the error to
-    refuse it with."""
+) -> tuple[Caller, str] | A2AError | None:
+    """The caller of a JSON-RPC socket opened without a key, and the key: its first frame
+    must be ``authenticate`` with a usable key.  ``None`` if the client left; else the
+    error to refuse it with."""
     from a2a_hub.server.auth import KEY_SUBPROTOCOL, authenticate
 
     try:
@@ -381,4 +387,4 @@ async def first_frame_caller(
         await websocket.send_text(authenticated_frame(req_id, caller).decode())
     except (WebSocketDisconnect, RuntimeError, OSError):
         return None
-    return caller
+    return caller, key

@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from a2a_hub import metrics
+from a2a_hub.protocol.errors import A2AError
 
 __all__ = ["CLOSE_GOING_AWAY", "CLOSE_POLICY", "CLOSE_TRY_AGAIN", "ServerSocket"]
 
@@ -40,6 +42,27 @@ class ServerSocket:
         self._close_sent = False
         #: The timeout of the reader's pending receive (cutting a client loose ends it).
         self._receiving: asyncio.Timeout | None = None
+        #: Checks again that the credentials the socket was opened with still hold
+        #: (raising the A2AError to refuse with); ``None`` for a socket opened without.
+        self.recheck: Callable[[], Awaitable[object]] | None = None
+
+    async def authorized(self) -> bool:
+        """Whether the socket's key still holds (checked before every action: a key
+        revoked or expired while the socket is open stops it within the key cache's
+        second).  If not, the client gets the error and the socket closes with 1008."""
+        if self.recheck is None:
+            return True
+        try:
+            await self.recheck()
+        except A2AError as err:
+            await self.refused(err)
+            reason = str(err).encode()[:120].decode(errors="ignore")
+            await self.close(CLOSE_POLICY, reason)
+            return False
+        return True
+
+    async def refused(self, err: A2AError) -> None:
+        """Tell the client why its credentials no longer hold (in the subprotocol's shape)."""
 
     async def send_text(self, data: str) -> None:
         """Send one frame; a client too slow to read it is cut loose."""

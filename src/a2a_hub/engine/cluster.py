@@ -75,8 +75,17 @@ class Cluster:
         self._unreleased: set[tuple[str, str]] = set()
 
     async def start(self) -> None:
-        """Start the coordinator and the background loops."""
+        """Start the coordinator and the background loops; first fail the tasks a dead
+        process left running in a store only one process serves (a SQLite file)."""
         await self.coordinator.start()
+        for agent_id, task_id in await self.store.orphaned_at_start():
+            await fail_orphan(
+                self.store,
+                agent_id,
+                task_id,
+                "the a2a-hub process running this task stopped before it ended (found when "
+                "the hub started again); send the message again to start over",
+            )
         self._loops = [
             asyncio.ensure_future(self._every(self.lease_ttl / 3, self._renew)),
             asyncio.ensure_future(self._every(self.orphan_timeout / 4, self._reap)),

@@ -275,6 +275,14 @@ class Store(
             out.append(DeliverySource(config, event))
         return out
 
+    async def orphaned_at_start(self) -> list[tuple[str, str]]:
+        """``(agent_id, task_id)`` of the tasks a dead process left submitted or working,
+        for a store served by one process at a time (a SQLite file): its leases lived in
+        that process, so no reaper ever sees them lapse; the cluster fails them at start.
+        Stores shared by instances (Redis, PostgreSQL) keep leases that lapse instead, and
+        answer nothing here (the default)."""
+        return []
+
     async def open(self) -> None:
         """Connect and create the schema if needed.  Called once before use."""
 

@@ -21,12 +21,18 @@ module opens and closes the database.
 
 from __future__ import annotations
 
+import fcntl
+import os
+
+from sqlalchemy import select
+
+from a2a_hub.protocol.types import TaskState
 from a2a_hub.stores.sql.base import file_identity, sql_guarded, unreachable
 from a2a_hub.stores.sql.claims import SqlClaims
 from a2a_hub.stores.sql.database import open_engine, sqlite_in_memory, sqlite_on_connect
 from a2a_hub.stores.sql.migrations import setup_schema
 from a2a_hub.stores.sql.push import SqlPush
-from a2a_hub.stores.sql.schema import EVENTS_CHANNEL
+from a2a_hub.stores.sql.schema import EVENTS_CHANNEL, tasks
 from a2a_hub.stores.sql.sqlite_writer import SqliteWriter
 from a2a_hub.stores.sql.tasks import SqlTasks
 
@@ -70,7 +76,36 @@ class SqlStore(SqlTasks, SqlPush, SqlClaims):
             self._writer = SqliteWriter(database, self._save_plan, sqlite_on_connect)
             self._file = file_identity(database)
 
+    #: Our descriptor of the SQLite file holding its serving lock (see orphaned_at_start).
+    _serving_lock: int | None = None
+
+    async def orphaned_at_start(self) -> list[tuple[str, str]]:
+        """On a SQLite file: take the file's serving lock (an ``flock``, which the kernel
+        releases however this process ends, ``kill -9`` included) and, holding it, answer
+        the tasks left submitted or working: a file is served by one process at a time
+        (``--workers`` needs Redis or PostgreSQL), so whoever ran them is gone.  If another
+        process holds the lock (it serves the file), nothing: its tasks are alive."""
+        if self._file is None:
+            return []
+        if self._serving_lock is None:
+            fd = os.open(self._file[0], os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                return []
+            self._serving_lock = fd
+        running = (TaskState.SUBMITTED.value, TaskState.WORKING.value)
+        async with self._read() as conn:
+            rows = await conn.execute(
+                select(tasks.c.agent_id, tasks.c.task_id).where(tasks.c.state.in_(running))
+            )
+            return [(row.agent_id, row.task_id) for row in rows]
+
     async def close(self) -> None:
+        if self._serving_lock is not None:
+            os.close(self._serving_lock)  # releases the flock
+            self._serving_lock = None
         writer, self._writer = self._writer, None
         if writer is not None:
             await writer.close()

@@ -48,6 +48,10 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
+#: The process id of each running :func:`hub_process`, by its base URL.
+PIDS: dict[str, int] = {}
+
+
 @contextmanager
 def hub_process(
     *agents: str, cwd: Path, store: str = "memory://", options: tuple[str, ...] = ()
@@ -64,10 +68,12 @@ def hub_process(
         args, cwd=cwd, env=child_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
     url = f"http://127.0.0.1:{port}"
+    PIDS[url] = proc.pid
     try:
         wait_http(f"{url}/healthz", proc, cwd / f"hub-{port}.log")
         yield url
     finally:
+        PIDS.pop(url, None)
         _stop(proc)
         log.close()
 

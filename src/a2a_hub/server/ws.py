@@ -113,6 +113,9 @@ log = logging.getLogger("a2a_hub.server.ws")
 #: The subprotocol the server selects when the client offers it.
 SUBPROTOCOL = "a2a-hub"
 
+#: The most tasks one ``sync_state`` may name (a client follows far fewer at once).
+MAX_SYNC_TASKS = 1000
+
 _ACTIONS = {"send_message", "cancel_task", "ping", "tool_response", "sync_state", "authenticate"}
 #: Seconds a socket to a protected agent, opened without a key, has to send it.
 _FIRST_FRAME_TIMEOUT = 10.0
@@ -499,6 +502,11 @@ class Connection(ServerSocket):
     async def sync_state(self, action: SyncState) -> None:
         """Replay what the client missed, then follow live; ``sync_completed`` at the end."""
         positions = dict(action.last_seq or {})
+        if len(positions) > MAX_SYNC_TASKS:
+            raise InvalidParamsError(
+                f"sync_state names {len(positions)} tasks; at most {MAX_SYNC_TASKS} at once",
+                data={"limit": MAX_SYNC_TASKS},
+            )
         if action.last_message_id and not positions:
             found = await self._find_message(action.last_message_id, action.context_id)
             if found is None:

@@ -9,6 +9,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests check behaviour, not speed: no per-example deadline and no "too slow"
+# health check, which fail on a loaded machine (CI runs the suite on 4 workers, 2 cores).
+settings.register_profile("a2a-hub", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("a2a-hub")
 
 from a2a_hub import Hub, create_app
 from tests.support.agents import ChattyExecutor, PizzaExecutor, SlowExecutor
@@ -38,6 +44,8 @@ RUN_FIRST = (
     "tests/push/test_push_cli.py",
     "tests/scenarios/test_pipeline_scenario.py",
     "tests/test_logging.py",
+    "tests/system/test_memory_process.py",
+    "tests/system/test_sqlite_restart.py",
     "tests/test_readme.py",
     "tests/cli/",
     "tests/server/test_chat_page.py",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -705,6 +706,57 @@ async def test_another_caller_cannot_write_into_a_conversation(served: LiveServe
             owner_tail = await hub.links.conversations(agent, "cx", "alice", 50)
             assert owner_tail is not None
             assert all("intruder" not in str(m.parts) for m in owner_tail)
+
+
+def _masked(text: str, *ids: str) -> str:
+    """An answer (JSON or SSE text) with what differs from request to request by design
+    (the ids the caller chose, generated ids, times) replaced, to compare two answers."""
+    for value in ids:
+        text = text.replace(value, "<id>")
+    return re.sub(r'"(sessionId|contextId|messageId|timestamp)":\s*"[^"]*"', r'"\1":"<x>"', text)
+
+
+async def test_01_sends_with_another_callers_task_id_answer_as_for_a_new_id(
+    served: LiveServer,
+) -> None:
+    """Issue 30 item 12: tasks/send and tasks/sendSubscribe naming bob's task id answer
+    alice exactly as an id that never existed (her own new task, shown with the id she
+    chose); bob's task is untouched, and each sees only their own under that id."""
+    hub = served.hub
+    alice = {"X-API-Key": await new_key(hub, agents=["pizza"], principal="alice")}
+    bob = {"X-API-Key": await new_key(hub, agents=["pizza"], principal="bob")}
+    url = f"{served.url}/a2a/pizza"
+
+    def body(method: str, task_id: str, text: str) -> dict[str, Any]:
+        message = {"role": "user", "parts": [{"type": "text", "text": text}]}
+        return {"jsonrpc": "2.0", "id": 1, "method": method,
+                "params": {"id": task_id, "message": message}}  # fmt: skip
+
+    async with httpx.AsyncClient(timeout=30) as http:
+        for method, taken_id in (("tasks/send", "bobs"), ("tasks/sendSubscribe", "bobs2")):
+            r = await http.post(url, json=body("tasks/send", taken_id, "pizza"), headers=bob)
+            assert r.json()["result"]["status"]["state"] == "input-required"
+            fresh_id = f"never-{taken_id}"
+            taken = await http.post(url, json=body(method, taken_id, "salami"), headers=alice)
+            fresh = await http.post(url, json=body(method, fresh_id, "salami"), headers=alice)
+            assert taken.status_code == fresh.status_code == 200
+            assert "error" not in taken.text
+            assert _masked(taken.text, taken_id) == _masked(fresh.text, fresh_id), (
+                taken.text,
+                fresh.text,
+            )
+        # alice's own task under that id: her history, her answer; bob's untouched
+        mine = await http.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "tasks/get",
+                                          "params": {"id": "bobs"}}, headers=alice)  # fmt: skip
+        texts = [p["text"] for m in mine.json()["result"]["history"] for p in m["parts"]]
+        assert mine.json()["result"]["id"] == "bobs" and "pizza" not in texts, texts
+        theirs = await http.post(url, json={"jsonrpc": "2.0", "id": 3, "method": "tasks/get",
+                                            "params": {"id": "bobs"}}, headers=bob)  # fmt: skip
+        texts = [p["text"] for m in theirs.json()["result"]["history"] for p in m["parts"]]
+        assert texts == ["pizza", "What kind of pizza?"], texts
+        # bob continues his own task as before
+        r = await http.post(url, json=body("tasks/send", "bobs", "funghi"), headers=bob)
+        assert r.json()["result"]["status"]["state"] == "completed", r.text
 
 
 async def test_keys_and_agents_cli_through_the_admin_api(served: LiveServer) -> None:

@@ -57,6 +57,7 @@ from a2a_hub.server.errors import JSON, WWW_AUTHENTICATE, encode_error, protocol
 from a2a_hub.server.extensions import activate_for_request
 from a2a_hub.server.http import a2a_version, agent_of, hub_of, is_json, read_body
 from a2a_hub.server.hub import HostedAgent
+from a2a_hub.server.legacy_ids import client_view, stored_id
 from a2a_hub.server.scope import SERVED_VERSIONS, VERSION_KEY
 from a2a_hub.server.sse import SseReply, encoded_event, sse_response
 from a2a_hub.stores.base import TaskEvent
@@ -410,32 +411,58 @@ async def _stream_03(call: Call) -> Any:
 
 
 async def _get_old(call: Call) -> Any:
-    task_id, history_length = v03.decode_task_query(_decode_any(call.params))
+    asked, history_length = v03.decode_task_query(_decode_any(call.params))
+    task_id = await stored_id(call.agent.engine, call.caller, asked)
     task = await call.agent.engine.get_task(task_id, history_length, caller=call.caller)
-    return _encode_old(task)
+    return client_view(_encode_old(task), asked, task_id)
 
 
 async def _cancel_old(call: Call) -> Any:
-    task_id = v03.decode_task_id(_decode_any(call.params))
-    return _encode_old(await call.agent.engine.cancel_task(task_id, caller=call.caller))
+    asked = v03.decode_task_id(_decode_any(call.params))
+    task_id = await stored_id(call.agent.engine, call.caller, asked)
+    task = await call.agent.engine.cancel_task(task_id, caller=call.caller)
+    return client_view(_encode_old(task), asked, task_id)
 
 
 async def _resubscribe_old(call: Call) -> Any:
     call.agent.require_streaming("tasks/resubscribe")
     params = _decode_any(call.params)
-    task_id = v03.decode_task_id(params)
+    asked = v03.decode_task_id(params)
+    task_id = await stored_id(call.agent.engine, call.caller, asked)
     metadata = params.get("metadata")
     after = _position(call, metadata if isinstance(metadata, dict) else None)
     legacy = v01.is_legacy_task(await call.agent.engine.get_task(task_id, 1, caller=call.caller))
     stream = await call.agent.engine.subscribe(task_id, after, caller=call.caller)
-    if legacy:
-        return _rpc_stream(call, stream, _v01_encoder(), "0.1")
-    return _rpc_stream(call, stream, _v03_event, "0.3")
+    encode = _v01_encoder() if legacy else _v03_event
+    return _rpc_stream(call, stream, _shown_as(encode, asked, task_id), "0.1" if legacy else "0.3")
+
+
+def _shown_as(
+    encode: Callable[[StreamResponse], dict[str, Any] | None], asked: str, task_id: str
+) -> Callable[[StreamResponse], dict[str, Any] | None]:
+    """``encode`` showing the stored id ``task_id`` as the 0.1 id the client chose."""
+    if asked == task_id:
+        return encode
+    return lambda event: client_view(encode(event), asked, task_id)
+
+
+async def _legacy_send(call: Call) -> tuple[SendMessageRequest, str, str]:
+    """A 0.1 send's request, the id its client chose and the id of the task it means."""
+    request, asked = v01.decode_send_params(_decode_any(call.params))
+    request = _via(request, "0.1")
+    task_id = await stored_id(call.agent.engine, call.caller, asked)
+    config = request.configuration
+    if task_id != asked and config is not None and config.task_push_notification_config:
+        push = msgspec.structs.replace(
+            config.task_push_notification_config, id=task_id, task_id=task_id
+        )
+        config = msgspec.structs.replace(config, task_push_notification_config=push)
+        request = msgspec.structs.replace(request, configuration=config)
+    return request, asked, task_id
 
 
 async def _send_01(call: Call) -> Any:
-    request, task_id = v01.decode_send_params(_decode_any(call.params))
-    request = _via(request, "0.1")
+    request, asked, task_id = await _legacy_send(call)
     result = await call.agent.engine.send(
         request,
         new_task_id=task_id,
@@ -445,13 +472,12 @@ async def _send_01(call: Call) -> Any:
     )
     if not isinstance(result, Task):  # cannot happen: a client-chosen id binds the run to a task
         raise InternalError("the agent answered a 0.1 tasks/send without a task")
-    return v01.encode_task(result)
+    return client_view(v01.encode_task(result), asked, task_id)
 
 
 async def _stream_01(call: Call) -> Any:
     call.agent.require_streaming("tasks/sendSubscribe")
-    request, task_id = v01.decode_send_params(_decode_any(call.params))
-    request = _via(request, "0.1")
+    request, asked, task_id = await _legacy_send(call)
     stream = await call.agent.engine.send_stream(
         request,
         new_task_id=task_id,
@@ -459,7 +485,7 @@ async def _stream_01(call: Call) -> Any:
         extensions=activate_for_request(call.agent),
         idempotency_key=call.idempotency_key,
     )
-    return _rpc_stream(call, stream, _v01_encoder(), "0.1")
+    return _rpc_stream(call, stream, _shown_as(_v01_encoder(), asked, task_id), "0.1")
 
 
 async def _push_set_03(call: Call) -> Any:
@@ -502,14 +528,19 @@ async def _push_set_01(call: Call) -> Any:
     config = msgspec.structs.replace(
         v01.decode_push_set(_decode_any(call.params)), hub_protocol="0.1"
     )
+    asked = config.task_id or ""
+    task_id = await stored_id(call.agent.engine, call.caller, asked)
+    if task_id != asked:
+        config = msgspec.structs.replace(config, id=task_id, task_id=task_id)
     stored = await call.agent.engine.set_push_config(config, caller=call.caller)
-    return v01.encode_push_config(stored.task_id or "", stored)
+    return client_view(v01.encode_push_config(stored.task_id or "", stored), asked, task_id)
 
 
 async def _push_get_01(call: Call) -> Any:
-    task_id = v03.decode_task_id(_decode_any(call.params))
+    asked = v03.decode_task_id(_decode_any(call.params))
+    task_id = await stored_id(call.agent.engine, call.caller, asked)
     config = await call.agent.engine.get_push_config(task_id, task_id, caller=call.caller)
-    return v01.encode_push_config(task_id, config)
+    return client_view(v01.encode_push_config(task_id, config), asked, task_id)
 
 
 _SHARED: dict[str, Handler] = {

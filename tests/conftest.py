@@ -11,11 +11,6 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, settings
 
-# Property tests check behaviour, not speed: no per-example deadline and no "too slow"
-# health check, which fail on a loaded machine (CI runs the suite on 4 workers, 2 cores).
-settings.register_profile("a2a-hub", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("a2a-hub")
-
 from a2a_hub import Hub, create_app
 from tests.support.agents import ChattyExecutor, PizzaExecutor, SlowExecutor
 from tests.support.hub import LiveServer, make_hub
@@ -25,6 +20,11 @@ from tests.support.stores import (
     drop_worker_database,
     purge_redis,
 )
+
+# Property tests check behaviour, not speed: no per-example deadline and no "too slow"
+# health check, which fail on a loaded machine (CI runs the suite on 4 workers, 2 cores).
+settings.register_profile("a2a-hub", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("a2a-hub")
 
 #: Tests that start real processes or wait on purpose (seconds each), slowest first.  They
 #: run before the rest: ``make test`` runs the suite on several workers (pytest-xdist),

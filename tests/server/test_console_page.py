@@ -45,16 +45,70 @@ pytestmark = [
 
 
 class Console:
-    """The module's hub (with keys), its webhook receiver and a second web server playing
-    other A2A agents' hosts for the inspector."""
+    """The module's hub (with keys), its webhook receiver, a second web server playing
+    other A2A agents' hosts for the inspector, and a reverse proxy serving the hub under
+    ``/hub`` (the hub's ``--public-url``)."""
 
-    def __init__(self, live: LiveServer, receiver: Receiver, keys: dict[str, str], other: str):
+    def __init__(
+        self, live: LiveServer, receiver: Receiver, keys: dict[str, str], other: str, proxy: str
+    ):
         self.live = live
         self.url = live.url
         self.hub = live.hub
         self.receiver = receiver
         self.keys = keys
         self.other = other
+        self.proxy = proxy
+
+
+def _proxy(upstream: str, prefix: str, client: httpx.AsyncClient) -> Any:
+    """A reverse proxy as deploy/nginx.conf configures one, serving ``upstream`` under
+    ``prefix``: the client's Host passed on, responses streamed unbuffered."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        assert scope["type"] == "http"
+        path: str = scope["path"]
+        if not path.startswith(prefix + "/"):
+            await send({"type": "http.response.start", "status": 404, "headers": []})
+            await send({"type": "http.response.body", "body": b"not proxied"})
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        query = scope["query_string"].decode()
+        target = upstream + path[len(prefix) :] + (f"?{query}" if query else "")
+        headers = [(k, v) for k, v in scope["headers"] if k not in (b"content-length",)]
+        async with client.stream(scope["method"], target, headers=headers, content=body) as answer:
+            kept = [
+                (k, v)
+                for k, v in answer.headers.raw
+                if k.lower() not in (b"transfer-encoding", b"connection")
+            ]
+            await send(
+                {"type": "http.response.start", "status": answer.status_code, "headers": kept}
+            )
+
+            async def relay() -> None:
+                async for chunk in answer.aiter_raw():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await send({"type": "http.response.body", "body": b""})
+
+            async def gone() -> None:  # the browser left: stop following the hub
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+
+            tasks = [asyncio.ensure_future(relay()), asyncio.ensure_future(gone())]
+            try:
+                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+    return app
 
 
 def _signed_cards(other: str) -> dict[str, Any]:
@@ -125,8 +179,11 @@ async def console(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Con
         AgentSpec(id="chatty", kind="python", executor="x:y", auth="api-key"),
         AgentSpec(id="ticker", kind="python", executor="x:y", auth="api-key"),
     ]
+    proxy_port, hub_port = free_port(), free_port()
+    proxy = f"http://127.0.0.1:{proxy_port}"
     settings = Settings.from_flat(
         agents=agents,
+        public_url=f"{proxy}/hub",
         store=f"sqlite:///{tmp}/hub.db",
         registry=f"sqlite:///{tmp}/registry.db",
         push_allow_hosts="127.0.0.1",
@@ -144,9 +201,21 @@ async def console(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Con
         uvicorn.Config(_other_host(other), host="127.0.0.1", port=other_port, log_level="warning")
     )
     other_task = asyncio.ensure_future(other_server.serve())
+    proxy_client = httpx.AsyncClient(timeout=httpx.Timeout(30, read=None))
+    proxy_server = uvicorn.Server(
+        uvicorn.Config(
+            _proxy(f"http://127.0.0.1:{hub_port}", "/hub", proxy_client),
+            host="127.0.0.1",
+            port=proxy_port,
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=5,
+        )
+    )
+    proxy_task = asyncio.ensure_future(proxy_server.serve())
     receiver = Receiver()
     await receiver.start()
-    async with LiveServer(Hub(settings, executors=executors)) as live:
+    async with LiveServer(Hub(settings, executors=executors), port=hub_port) as live:
         registry = live.hub.registry
         assert registry is not None
         keys = {}
@@ -154,14 +223,16 @@ async def console(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Con
             keys[name], _ = await registry.create_key(principal=name, scopes=scopes, name=name)
 
         async def started() -> bool:
-            return bool(other_server.started)
+            return bool(other_server.started and proxy_server.started)
 
         await until(started)
         try:
-            yield Console(live, receiver, keys, other)
+            yield Console(live, receiver, keys, other, proxy)
         finally:
-            other_server.should_exit = True
+            other_server.should_exit = proxy_server.should_exit = True
             await other_task
+            await proxy_task
+            await proxy_client.aclose()
             await receiver.stop()
 
 
@@ -176,7 +247,9 @@ async def browser() -> AsyncIterator[Any]:
 
 
 @contextlib.asynccontextmanager
-async def opened(browser: Any, console: Console, who: str | None) -> AsyncIterator[Any]:
+async def opened(
+    browser: Any, console: Console, who: str | None, root: str | None = None
+) -> AsyncIterator[Any]:
     """A fresh page of the console as ``who`` (a key typed into the page; None: no key);
     fails the test on any script error in the page."""
     context = await browser.new_context(viewport={"width": 1280, "height": 720})
@@ -184,12 +257,15 @@ async def opened(browser: Any, console: Console, who: str | None) -> AsyncIterat
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:
-        await page.goto(f"{console.url}/ui")
+        await page.goto(f"{root or console.url}/ui")
         await page.wait_for_selector("#page-agents")
         if who is not None:
             await page.fill("#apikey", console.keys[who])
             await page.click("#usekey")
             await page.wait_for_selector(f'#who[data-principal="{who}"]')
+            # the key lives in this tab's session only
+            assert await page.evaluate("localStorage.length") == 0
+            assert await page.evaluate("Object.values(sessionStorage)") == [console.keys[who]]
         try:
             yield page
         except BaseException:
@@ -470,7 +546,7 @@ async def test_conversations_and_agents_pages(console: Console, browser: Any) ->
         )
         texts = await page.locator("#messages li[data-message] pre").all_inner_texts()
         assert texts == ["turn 0", "echo: turn 0", "turn 1", "echo: turn 1"]
-        assert await page.locator("#messages li.agent .direct").count() == 2
+        assert await page.locator("#messages .direct").count() == 4  # no task made
         await shot(page, "conversation")
         await page.goto(f"{console.url}/ui#/conversations")
         await page.wait_for_selector(f'#conversations tr[data-context="{context}"]')
@@ -479,3 +555,21 @@ async def test_conversations_and_agents_pages(console: Console, browser: Any) ->
         await page.wait_for_selector("article[data-agent=echo] [data-count=completed]")
         assert await page.locator("article[data-agent] a.chat").count() == 4
         await shot(page, "agents")
+
+
+async def test_behind_a_reverse_proxy_under_a_path_prefix(console: Console, browser: Any) -> None:
+    """The hub behind a proxy at /hub (its --public-url): every page, the live list and the
+    timeline work through it, and links stay under the prefix."""
+    root = f"{console.proxy}/hub"
+    async with opened(browser, console, "bob", root) as page:
+        chat = page.locator("article[data-agent=ticker] a.chat")
+        assert await chat.evaluate("a => a.href") == f"{root}/a2a/ticker/chat"
+        await page.goto(f"{root}/ui#/tasks?agent=ticker")
+        await page.wait_for_selector("#page-tasks[data-agent=ticker] #live[data-state=open]")
+        task_id = await send(console, "ticker", "through the proxy", "bob")
+        row = f'#task-rows tr[data-task="{task_id}"]'
+        await page.wait_for_selector(f"{row} .badge[data-state=completed]")
+        await page.click(f"{row} a")
+        await page.wait_for_selector("#timeline[data-done=true]")
+        assert await page.locator("#timeline li").count() == 23  # task, working, 20, completed
+        assert page.url.startswith(f"{root}/ui#/task/ticker/")

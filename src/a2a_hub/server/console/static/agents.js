@@ -56,12 +56,12 @@ export async function agentsPage(root, { ctx }) {
   }
   const grid = h("div", { class: "grid" });
   root.append(grid);
-  for (const agent of list.agents) {
-    try {
-      const card = await api(`a2a/${encodeURIComponent(agent.id)}/.well-known/agent-card.json`);
-      grid.append(agentCard(agent, card, ctx.session));
-    } catch (err) {
-      grid.append(h("article", { class: "card" }, h("h2", {}, agent.id), errorBox(err)));
-    }
-  }
+  const cards = await Promise.all(list.agents.map((agent) =>
+    api(`a2a/${encodeURIComponent(agent.id)}/.well-known/agent-card.json`).catch((err) => err)));
+  list.agents.forEach((agent, n) => {
+    const card = cards[n];
+    grid.append(card instanceof Error
+      ? h("article", { class: "card", dataset: { agent: agent.id } }, h("h2", {}, agent.id), errorBox(card))
+      : agentCard(agent, card, ctx.session));
+  });
 }

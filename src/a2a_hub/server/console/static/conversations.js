@@ -44,14 +44,17 @@ export async function conversationPage(root, { args: [agent, context] }) {
   try {
     do {
       const page = await api(`a2a/${encodeURIComponent(agent)}/contexts/${encodeURIComponent(context)}/messages`, { query: { pageSize: 200, pageToken: token } });
-      for (const m of page.messages) {
+      page.messages.forEach((m, n) => {
         const role = label(m.role).replace("role-", "");
+        const after = page.messages[n + 1];
+        // an agent message without a task answered its request directly (no task was made)
+        const direct = role === "agent" ? !m.taskId : !!(after && label(after.role) === "role-agent" && !after.taskId);
         list.append(h("li", { class: role, dataset: { message: m.messageId } },
           h("div", { class: "meta" }, role, " · ",
-            m.taskId ? h("a", { href: `#/task/${encodeURIComponent(agent)}/${encodeURIComponent(m.taskId)}` }, `task ${m.taskId}`)
+            !direct && m.taskId ? h("a", { href: `#/task/${encodeURIComponent(agent)}/${encodeURIComponent(m.taskId)}` }, `task ${m.taskId}`)
               : h("span", { class: "direct" }, "direct reply (no task)")),
           (m.parts || []).map(part)));
-      }
+      });
       token = page.nextPageToken;
     } while (token);
     if (!list.children.length) list.append(h("li", { class: "muted" }, "No message."));

@@ -135,6 +135,12 @@ export async function tasksPage(root, { query, ctx }) {
 
 // --- one task ------------------------------------------------------------------------------
 
+// A timestamp to the millisecond (the timeline's events are often within one second).
+function precise(stamp) {
+  const d = new Date(stamp);
+  return isNaN(d) ? String(stamp) : d.toISOString().replace("T", " ").replace("Z", "");
+}
+
 function eventRow(frame, clock) {
   let ev;
   try { ev = JSON.parse(frame.data); } catch (e) { ev = { raw: frame.data }; }
@@ -157,7 +163,7 @@ function eventRow(frame, clock) {
     kind = "error"; summary = ev.error.message || JSON.stringify(ev.error);
   }
   if (stamp) clock.last = stamp;
-  const time = stamp ? when(stamp) : clock.last ? `~${when(clock.last)}` : "";
+  const time = stamp ? precise(stamp) : clock.last ? `~${precise(clock.last)}` : "";
   return h("li", { dataset: { seq: frame.id || "", kind } },
     h("span", { class: "mono seq" }, frame.id || "–"), h("span", { class: "mono time" }, time),
     h("span", { class: "kind" }, kind), h("span", { class: "summary" }, summary));
@@ -185,7 +191,7 @@ export async function taskPage(root, { args: [agent, id], ctx }) {
   root.append(h("h1", {}, "Task ", h("span", { class: "mono" }, id)), head,
     h("div", { class: "cols" },
       h("div", {}, h("h2", {}, "Timeline ", streamState),
-        h("div", { class: "row muted" }, "seq · time · kind · what (times with ~ are the last stamped event's: artifact events carry none)"),
+        h("div", { class: "row muted" }, "seq · time (UTC) · kind · what; ~: the time of the last stamped event (artifact events carry none)"),
         timeline),
       h("div", {}, h("h2", {}, "Artifacts"), artifacts, h("h2", {}, "History"), history)),
     h("h2", {}, "Push notifications"), push);

@@ -201,9 +201,8 @@ async def test_the_feed_streams_every_event_of_the_visible_tasks() -> None:
             await reader
     assert {f["agent"] for f in frames} == {"ticker"}
     assert [f["seq"] for f in frames] == list(range(1, len(frames) + 1))
-    assert [f["kind"] for f in frames] == ["task", "status", "artifact", "artifact", "artifact"] + [
-        "status"
-    ]
+    kinds = [f["kind"] for f in frames]
+    assert kinds == ["task", "status", "artifact", "artifact", "artifact", "status"]
     assert frames[1]["state"] == "working" and "owner" not in frames[0]
 
 

@@ -28,7 +28,7 @@ from starlette.routing import Route
 
 from a2a_hub import AgentSpec, Hub, Settings
 from tests.server.test_chat_page import ARGS, CHROMIUM, async_playwright
-from tests.support.agents import ChattyExecutor, Ticker
+from tests.support.agents import ChattyExecutor, Stepper, Ticker
 from tests.support.hub import LiveServer
 from tests.support.processes import child_env, free_port
 from tests.support.push_receiver import Receiver, until
@@ -178,6 +178,7 @@ async def console(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Con
         AgentSpec(id="direct", kind="echo", options={"reply": "message"}, auth="api-key"),
         AgentSpec(id="chatty", kind="python", executor="x:y", auth="api-key"),
         AgentSpec(id="ticker", kind="python", executor="x:y", auth="api-key"),
+        AgentSpec(id="stepper", kind="python", executor="x:y", auth="api-key"),
     ]
     proxy_port, hub_port = free_port(), free_port()
     proxy = f"http://127.0.0.1:{proxy_port}"
@@ -194,6 +195,7 @@ async def console(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Con
     executors = {
         "chatty": ChattyExecutor(chunks=12, pause_every=1, pause=0.05),
         "ticker": Ticker(ticks=20, interval=0.1),
+        "stepper": Stepper(),  # works until the test says
     }
     other_port = free_port()
     other = f"http://127.0.0.1:{other_port}"
@@ -326,27 +328,30 @@ async def send(console: Console, agent: str, text: str, who: str, **config: Any)
 
 
 async def test_the_task_list_follows_a_task_the_cli_runs(console: Console, browser: Any) -> None:
+    stepper = console.hub.agents["stepper"].executor
+    assert isinstance(stepper, Stepper)
     async with opened(browser, console, "bob") as page:
-        await page.goto(f"{console.url}/ui#/tasks?agent=ticker")
-        await page.wait_for_selector("#page-tasks[data-agent=ticker] #live[data-state=open]")
+        await page.goto(f"{console.url}/ui#/tasks?agent=stepper")
+        await page.wait_for_selector("#page-tasks[data-agent=stepper] #live[data-state=open]")
         await page.evaluate("window.notReloaded = true")
-        run = asyncio.ensure_future(
-            cli("send", f"{console.url}/a2a/ticker", "tick", "--api-key", console.keys["bob"])
-        )
+        url = f"{console.url}/a2a/stepper"
+        run = asyncio.ensure_future(cli("send", url, "step", "--api-key", console.keys["bob"]))
+        finished = False
         try:
-            # the row comes while the task works, then turns completed: no reload
-            await page.wait_for_selector(
-                "#task-rows tr[data-task] .badge[data-state=working]", timeout=30000
-            )
-            await page.wait_for_selector(
-                "#task-rows tr[data-task] .badge[data-state=completed]", timeout=30000
-            )
+            # the row comes while the task works (it works until told), then turns completed
+            row = "#task-rows tr[data-task]"
+            await page.wait_for_selector(f"{row} .badge[data-state=working]")
+            stepper.step("one")
+            stepper.finish()
+            finished = True
+            await page.wait_for_selector(f"{row} .badge[data-state=completed]")
         finally:
+            if not finished:
+                stepper.finish()
             code, out = await run
         assert code == 0, out
         assert await page.evaluate("window.notReloaded") is True
         assert await page.locator("#task-rows tr[data-task]").count() == 1
-        await shot(page, "tasks")
 
 
 async def test_a_task_timeline_shows_every_streamed_event_in_order(
@@ -453,6 +458,7 @@ async def test_the_inspector_checks_cards_and_chats_with_a_streaming_agent(
         await inspect(page, f"{other}/tampered")
         errors = await page.locator("#findings li.error").all_inner_texts()
         assert len(errors) == 1 and "does not verify" in errors[0]
+        await shot(page, "inspector-findings")
         await inspect(page, f"{other}/good")
         assert await page.locator("#findings li.error").count() == 0
         assert "verifies" in await page.locator("#findings li.ok").last.inner_text()
@@ -551,9 +557,12 @@ async def test_conversations_and_agents_pages(console: Console, browser: Any) ->
         await page.goto(f"{console.url}/ui#/conversations")
         await page.wait_for_selector(f'#conversations tr[data-context="{context}"]')
         await shot(page, "conversations")
+        await page.goto(f"{console.url}/ui#/tasks?agent=echo")
+        await page.wait_for_selector(f'#task-rows tr[data-task="{counted}"]')
+        await shot(page, "tasks")
         await page.goto(f"{console.url}/ui#/agents")
         await page.wait_for_selector("article[data-agent=echo] [data-count=completed]")
-        assert await page.locator("article[data-agent] a.chat").count() == 4
+        assert await page.locator("article[data-agent] a.chat").count() == 5
         await shot(page, "agents")
 
 

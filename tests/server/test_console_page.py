@@ -582,3 +582,42 @@ async def test_behind_a_reverse_proxy_under_a_path_prefix(console: Console, brow
         await page.wait_for_selector("#timeline[data-done=true]")
         assert await page.locator("#timeline li").count() == 23  # task, working, 20, completed
         assert page.url.startswith(f"{root}/ui#/task/ticker/")
+
+
+async def test_cancel_from_the_task_page(console: Console, browser: Any) -> None:
+    """A working task's page follows it live; Cancel ends it, and the timeline shows that."""
+    stepper = console.hub.agents["stepper"].executor
+    assert isinstance(stepper, Stepper)
+    task_id = await send(console, "stepper", "cancel me", "bob")
+    async with opened(browser, console, "bob") as page:
+        await page.goto(f"{console.url}/ui#/task/stepper/{task_id}")
+        await page.wait_for_selector("#task-state[data-state=working]")
+        await page.click("#cancel")
+        await page.wait_for_selector("#task-state[data-state=canceled]")
+        await page.wait_for_selector("#timeline[data-done=true]")
+        last = page.locator("#timeline li").last
+        assert await last.get_attribute("data-kind") == "status"
+        assert "canceled" in await last.inner_text()
+
+
+async def test_operations_manage_agents_and_mcp_servers(console: Console, browser: Any) -> None:
+    async with opened(browser, console, "alice") as page:
+        await page.click("nav a[data-page=operations]")
+        await page.fill("#agent-json", json.dumps({"id": "added", "kind": "echo"}))
+        await page.click("#save-agent")
+        await page.wait_for_selector("#registered-agents tr[data-agent=added]")
+        assert "added" in console.hub.agents
+        row = page.locator("#registered-agents tr[data-agent=added]")
+        await row.locator("button", has_text="Edit").click()
+        spec = json.loads(await page.input_value("#agent-json"))
+        assert spec["id"] == "added" and spec["kind"] == "echo"
+        await row.locator("button", has_text="Remove").click()
+        await page.wait_for_selector("#registered-agents tr[data-agent=added]", state="detached")
+        assert "added" not in console.hub.agents
+        form = page.locator("#add-mcp")
+        await form.locator("input[name=name]").fill("tools")
+        await form.locator("input[name=target]").fill("https://tools.example/mcp")
+        await form.locator("button[type=submit]").click()
+        await page.wait_for_selector("#mcp tr >> text=tools.example")
+        await page.locator("#mcp button", has_text="Remove").click()
+        await page.wait_for_selector("#ops-mcp >> text=No MCP server registered.")

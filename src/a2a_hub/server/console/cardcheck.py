@@ -137,7 +137,7 @@ async def signature_findings(
                 warnings.simplefilter("ignore", SecurityWarning)
                 jws.deserialize_compact(compact, keys, algorithms=[alg], payload=payload)
         except (JoseError, ValueError) as exc:
-            reason = str(exc) or type(exc).__name__
+            reason = str(exc).rstrip(": ") or type(exc).__name__
             found.append(
                 Finding(
                     "error",

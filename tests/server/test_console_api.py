@@ -16,6 +16,7 @@ import pytest
 from joserfc.jwk import OKPKey
 
 from a2a_hub import AgentSpec, Hub, Settings, create_app
+from a2a_hub.server import sse
 from a2a_hub.server.console.cardcheck import schema_findings, sign_card, signature_findings
 from a2a_hub.stores.base import Delivery
 from tests.support.agents import Ticker
@@ -279,3 +280,21 @@ async def test_the_inspector_refuses_private_addresses_without_an_allow_list() -
         assert relayed.status_code == 502 and "loopback" in relayed.json()["error"]
         bad = await client.post(f"{live.url}/ui/api/inspect", json={"url": "file:///etc/passwd"})
         assert bad.status_code == 400 and "http" in bad.json()["error"]["message"]
+
+
+async def test_the_feed_ends_when_the_instance_shuts_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A console left open does not hold a shutdown up: its feed ends like every SSE stream
+    (the page reconnects, to another instance behind a proxy)."""
+    monkeypatch.setattr(sse, "_ending", False)  # end_streams() marks the process; undone after
+    hub = make_hub({"echo": "echo"})
+    async with (
+        LiveServer(hub) as live,
+        httpx.AsyncClient(timeout=30) as client,
+        client.stream("GET", f"{live.url}/ui/api/feed") as answer,
+    ):
+        lines = answer.aiter_lines()
+        async with asyncio.timeout(30):
+            assert await anext(lines) == "event: ready"
+            sse.end_streams()
+            rest = [line async for line in lines]  # the response ends
+    assert all(not line.startswith("event: task") for line in rest)

@@ -45,6 +45,7 @@ from a2a_hub.server.console.inspector import inspect_call, inspect_card
 from a2a_hub.server.errors import JSON, protocol_endpoint
 from a2a_hub.server.http import hub_of
 from a2a_hub.server.hub import HostedAgent, Hub
+from a2a_hub.server.sse import until_shutdown
 
 __all__ = ["UI_API_ROUTES", "visible_agents"]
 
@@ -203,11 +204,12 @@ async def feed(request: Request) -> Response:
             yield b"event: ready\ndata: {}\n\n"
             while True:
                 frame = None
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(heartbeat):
-                        frame = await queue.get()
-                if frame == b"":
-                    return
+                async with until_shutdown() as shutdown:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(heartbeat):
+                            frame = await queue.get()
+                if shutdown.cut or frame == b"":
+                    return  # the instance shuts down (the page reconnects), or an engine closed
                 yield frame if frame is not None else b": keep-alive\n\n"
         finally:
             for pump in pumps:

@@ -500,6 +500,12 @@ async def test_a_caller_without_admin_sees_no_operations_nor_others_tasks(
         await page.goto(f"{console.url}/ui#/tasks?agent=echo")
         await page.wait_for_selector(f'#task-rows tr[data-task="{bobs}"]')
         assert await page.locator(f'#task-rows tr[data-task="{carols}"]').count() == 0
+        # the filters: state and age keep bob's task, another state shows none
+        await page.goto(f"{console.url}/ui#/tasks?agent=echo&state=completed&age=3600")
+        await page.wait_for_selector(f'#task-rows tr[data-task="{bobs}"]')
+        await page.goto(f"{console.url}/ui#/tasks?agent=echo&state=failed")
+        await page.wait_for_selector("#task-rows >> text=No task matches.")
+        assert await page.locator("#filter-owner").count() == 0  # owners: admins only
         await page.goto(f"{console.url}/ui#/task/echo/{carols}")
         await page.wait_for_selector("#page-task .error")
         await page.goto(f"{console.url}/ui#/operations")
@@ -601,7 +607,15 @@ async def test_cancel_from_the_task_page(console: Console, browser: Any) -> None
 
 
 async def test_operations_manage_agents_and_mcp_servers(console: Console, browser: Any) -> None:
+    carols = await send(console, "echo", "carol's own", "carol")
+    bobs = await send(console, "echo", "bob's", "bob")
     async with opened(browser, console, "alice") as page:
+        # an admin sees every task, and filters them by owner (the admin API's search)
+        await page.goto(f"{console.url}/ui#/tasks?agent=echo&owner=carol")
+        await page.wait_for_selector(f'#task-rows tr[data-task="{carols}"]')
+        assert await page.locator(f'#task-rows tr[data-task="{bobs}"]').count() == 0
+        await page.goto(f"{console.url}/ui#/tasks?agent=echo")
+        await page.wait_for_selector(f'#task-rows tr[data-task="{bobs}"]')
         await page.click("nav a[data-page=operations]")
         await page.fill("#agent-json", json.dumps({"id": "added", "kind": "echo"}))
         await page.click("#save-agent")

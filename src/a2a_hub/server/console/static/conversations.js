@@ -52,7 +52,7 @@ export async function conversationPage(root, { args: [agent, context] }) {
         list.append(h("li", { class: role, dataset: { message: m.messageId } },
           h("div", { class: "meta" }, role, " · ",
             !direct && m.taskId ? h("a", { href: `#/task/${encodeURIComponent(agent)}/${encodeURIComponent(m.taskId)}` }, `task ${m.taskId}`)
-              : h("span", { class: "direct" }, "direct reply (no task)")),
+              : h("span", { class: "direct" }, "no task: answered directly")),
           (m.parts || []).map(part)));
       });
       token = page.nextPageToken;

@@ -131,6 +131,7 @@ PUBLIC: dict[str, list[str]] = {
         "parse_duration",
         "registry_url",
     ],
+    "a2a_hub.server.console": ["UI_API_ROUTES", "UI_PAGE_ROUTES"],
     "a2a_hub.server.grpc": ["A2AServicer", "AGENT_METADATA", "GrpcServer"],
     "a2a_hub.tools": [
         "EXIT_TOOL",

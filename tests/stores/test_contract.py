@@ -845,6 +845,41 @@ async def test_outbox_retry_dead_and_requeue(store: Store, agent_id: str) -> Non
     assert requeued.seq == 2 and requeued.attempts == 0
 
 
+async def test_outbox_task_deliveries(store: Store, agent_id: str) -> None:
+    """A task's deliveries still in the outbox, pending and dead, with their last error;
+    another task's are not among them, and a sent one is gone."""
+    task, other = make_task("t-mine"), make_task("t-other")
+    for t in (task, other):
+        await store.save_task(agent_id, t, [snapshot_event(1, t)])
+    assert await store.task_deliveries(agent_id, task.id) == []
+    await store.add_deliveries(
+        [
+            delivery(agent_id, task.id, "b", 2),
+            delivery(agent_id, task.id, "a", 3),
+            delivery(agent_id, task.id, "a", 2),
+            delivery(agent_id, other.id, "a", 2),
+        ]
+    )
+    found = await store.task_deliveries(agent_id, task.id)
+    assert [(d.config_id, d.seq, d.dead) for d in found] == [
+        ("a", 2, False),
+        ("a", 3, False),
+        ("b", 2, False),
+    ]
+    now = time.time()
+    claimed = [d for d in await claim_mine(store, agent_id, now) if d.task_id == task.id]
+    head = next(d for d in claimed if d.config_id == "a")
+    head.attempts, head.last_error, head.dead = 3, "HTTP 500", True
+    await store.update_delivery(head)
+    sent = next(d for d in claimed if d.config_id == "b")
+    await store.finish_delivery(sent)
+    found = await store.task_deliveries(agent_id, task.id)
+    assert [(d.config_id, d.seq, d.dead, d.last_error) for d in found] == [
+        ("a", 2, True, "HTTP 500"),
+        ("a", 3, False, ""),
+    ]
+
+
 async def test_outbox_concurrent_claims_never_share(harness: StoreHarness, agent_id: str) -> None:
     store = harness.store
     other = await harness.open() if harness.backend.durable else store

@@ -46,6 +46,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 
@@ -75,6 +76,8 @@ BACKLOG_EVERY = 5.0
 BUSY_PASS = 0.002
 #: Sends in flight at most while the process is busy (see :data:`BUSY_PASS`).
 BUSY_CONCURRENCY = 32
+#: Deliveries this dispatcher sent that it remembers (for the console's task page).
+RECENT = 1000
 
 
 def push_backoff(steps: str, horizon: float) -> Backoff:
@@ -142,6 +145,9 @@ class Dispatcher:
         self.sent = 0
         #: Attempts that failed (each retry counts), for tests and metrics.
         self.failures = 0
+        #: The last :data:`RECENT` deliveries sent by this dispatcher, with the wall-clock
+        #: second each was answered (the outbox forgets a delivery once sent).
+        self.recent: deque[tuple[Delivery, float]] = deque(maxlen=RECENT)
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
         self._sending: set[asyncio.Task[None]] = set()
@@ -278,6 +284,7 @@ class Dispatcher:
         if outcome.ok:
             self._finished.append(d)
             self.sent += 1
+            self.recent.append((d, time.time()))
             metrics.push_delivery("delivered")
         elif outcome.gone:
             metrics.push_delivery("gone")
@@ -373,6 +380,11 @@ class Dispatcher:
     async def dead(self, limit: int = 1000) -> list[Delivery]:
         """The deliveries that gave up."""
         return await self.store.dead_deliveries(limit)
+
+    def sent_of(self, agent_id: str, task_id: str) -> list[tuple[Delivery, float]]:
+        """The deliveries of a task this dispatcher sent (among the last :data:`RECENT`),
+        each with when it was answered."""
+        return [(d, at) for d, at in self.recent if d.task_id == task_id and d.agent_id == agent_id]
 
     async def requeue(self, ids: list[str] | None = None) -> int:
         """Queue dead deliveries again (these ids, or all); returns how many."""

@@ -31,6 +31,9 @@ Routes::
     GET    /admin/v1/mcp-servers
     POST   /admin/v1/mcp-servers             {"name", "transport", "command" | "url", "headers"}
     GET|PUT|DELETE /admin/v1/mcp-servers/{name}
+    GET    /admin/v1/push/dead[?limit=]      push deliveries that gave up, with their last error
+    POST   /admin/v1/push/dead:requeue       {"ids": [...]} (none: every dead one)
+                                             -> {"requeued": n}
 
 An agent created, changed or removed here is applied on this instance at once
 and on every instance sharing the registry within a second.
@@ -69,9 +72,9 @@ from a2a_hub.server.errors import JSON, WWW_AUTHENTICATE, protocol_error, rest_e
 from a2a_hub.server.http import hub_of
 from a2a_hub.server.hub import Hub
 from a2a_hub.settings import AgentSpec, SettingsError
-from a2a_hub.stores.base import TaskQuery
+from a2a_hub.stores.base import Delivery, TaskQuery
 
-__all__ = ["ADMIN_ROUTES"]
+__all__ = ["ADMIN_ROUTES", "delivery_json"]
 
 _enc = msgspec.json.Encoder()
 _BY_LABEL = {state.label: state for state in TaskState}
@@ -367,6 +370,39 @@ async def conversation_history(request: Request, hub: Hub, registry: Registry) -
     }
 
 
+# --- push deliveries ------------------------------------------------------------------
+
+
+def delivery_json(d: Delivery) -> dict[str, Any]:
+    """A delivery as the admin API and the console show it (with its stable id)."""
+    return {"id": d.id, **msgspec.to_builtins(d)}
+
+
+class _Requeue(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    ids: list[str] | None = None
+
+
+@admin
+async def dead_deliveries(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``GET /push/dead``: the deliveries that gave up, oldest due first."""
+    raw = request.query_params.get("limit") or "1000"
+    if not raw.isdigit():
+        raise InvalidParamsError(f"limit must be a whole number, not {raw!r}")
+    limit = max(1, min(int(raw), 10_000))
+    return {"deliveries": [delivery_json(d) for d in await hub.store.dead_deliveries(limit)]}
+
+
+@admin
+async def requeue_deliveries(request: Request, hub: Hub, registry: Registry) -> Any:
+    """``POST /push/dead:requeue``: these dead deliveries (or all) queued again, sent at once
+    by the running dispatcher."""
+    body: _Requeue = await _body(request, _Requeue)
+    count = await hub.store.requeue_deliveries(body.ids)
+    if count and hub.push is not None:
+        hub.push.wake()
+    return {"requeued": count}
+
+
 # --- MCP servers ----------------------------------------------------------------------
 
 
@@ -440,5 +476,7 @@ ADMIN_ROUTES: list[BaseRoute] = [
     Route("/mcp-servers/{name}", get_mcp, methods=["GET"]),
     Route("/mcp-servers/{name}", put_mcp, methods=["PUT"]),
     Route("/mcp-servers/{name}", delete_mcp, methods=["DELETE"]),
+    Route("/push/dead", dead_deliveries, methods=["GET"]),
+    Route("/push/dead:requeue", requeue_deliveries, methods=["POST"]),
     Route("/{rest:path}", _unknown, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
 ]

@@ -6,6 +6,7 @@ Layout of :func:`create_app`'s routes::
     GET  /readyz                        readiness: the store and coordinator answer (else 503)
     GET  /version                       versions of a2a-hub, A2A and Python
     GET  /metrics                       Prometheus metrics (unless settings.server.metrics off)
+    GET  /ui, /ui/{file}, /ui/api/…     the web console (server/console/; unless --no-ui)
     GET  /                              index of the hosted agents
     /admin/v1        (HubMount)         the admin API (server/admin.py; an admin key),
                                         behind the agent middleware list
@@ -60,6 +61,7 @@ from a2a_hub.server.agui import ag_ui_run
 from a2a_hub.server.auth import ApiKeyMiddleware
 from a2a_hub.server.cards import agent_card, jwks, legacy_agent_card
 from a2a_hub.server.chat import chat_asset, chat_page
+from a2a_hub.server.console import UI_API_ROUTES, UI_PAGE_ROUTES
 from a2a_hub.server.conversations import context_messages
 from a2a_hub.server.errors import JSON, http_exception
 from a2a_hub.server.extensions import ExtensionsMiddleware
@@ -339,6 +341,8 @@ def create_app(
     ]
     if server.metrics:
         routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))
+    if server.ui:  # the web console (server/console/), off with --no-ui
+        routes += [HubMount("/ui/api", UI_API_ROUTES, middleware=middleware), *UI_PAGE_ROUTES]
     routes.append(AgentMount("", AGENT_ROUTES, middleware=middleware, claim_unknown=False))
     outer = [
         Middleware(

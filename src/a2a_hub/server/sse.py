@@ -9,6 +9,7 @@ An error after the stream has started is sent as an ``event: error`` and ends it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +24,15 @@ from a2a_hub.server.errors import protocol_error
 from a2a_hub.server.scope import STREAM_KEY
 from a2a_hub.stores.base import TaskEvent
 
-__all__ = ["SseReply", "SseResponse", "encoded_event", "end_streams", "sse_response"]
+__all__ = [
+    "Shutdown",
+    "SseReply",
+    "SseResponse",
+    "encoded_event",
+    "end_streams",
+    "sse_response",
+    "until_shutdown",
+]
 
 _enc = msgspec.json.Encoder()
 _memo: dict[int, tuple[TaskEvent, bytes]] = {}
@@ -128,6 +137,32 @@ def end_streams() -> None:
     now = asyncio.get_running_loop().time()
     for limit in list(_open):
         limit.reschedule(now)
+
+
+class Shutdown:
+    """What :func:`until_shutdown` tells: ``cut`` when the shutdown ended the block."""
+
+    cut = False
+
+
+@contextlib.asynccontextmanager
+async def until_shutdown() -> AsyncIterator[Shutdown]:
+    """Run the block (a wait: never a ``yield`` of a generator) until it ends, or cut it
+    short quietly when the instance shuts down (:func:`end_streams`), saying so: for
+    streams written otherwise than by :class:`SseResponse` (the console's feed), so that
+    they do not hold the shutdown up."""
+    limit = asyncio.timeout(None)
+    said = Shutdown()
+    try:
+        async with limit:
+            _open.add(limit)
+            if _ending:
+                limit.reschedule(asyncio.get_running_loop().time())
+            yield said
+    except TimeoutError:
+        said.cut = True
+    finally:
+        _open.discard(limit)
 
 
 def client_gone(receive: Any) -> bool:

@@ -114,6 +114,9 @@ class ServerSettings(Section):
     metrics: Annotated[bool, setting("Serve Prometheus metrics at /metrics and record them.")] = (
         True
     )
+    ui: Annotated[
+        bool, setting("Serve the web console at /ui (agents, tasks, operations, inspector).")
+    ] = True
     access_log: Annotated[
         Literal["off", "plain", "json"],
         setting(

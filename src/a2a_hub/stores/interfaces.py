@@ -192,6 +192,11 @@ class PushOutbox(ABC):
         """The deliveries that gave up, oldest due first."""
 
     @abstractmethod
+    async def task_deliveries(self, agent_id: str, task_id: str) -> list[Delivery]:
+        """The deliveries of one task still in the outbox, pending or dead, in the order of
+        their config and sequence (sent ones are gone: the outbox keeps no history)."""
+
+    @abstractmethod
     async def outbox_size(self) -> tuple[int, int]:
         """How many deliveries are pending (queued, due or claimed) and how many are dead."""
 

@@ -280,6 +280,11 @@ class MemoryStore(Store):
         dead = sorted((d for d in self._outbox.values() if d.dead), key=lambda d: d.due)
         return [msgspec.structs.replace(d) for d in dead[:limit]]
 
+    async def task_deliveries(self, agent_id: str, task_id: str) -> list[Delivery]:
+        found = [d for i, d in self._outbox.items() if i[0] == agent_id and i[1] == task_id]
+        found.sort(key=lambda d: (d.config_id, d.order))
+        return [msgspec.structs.replace(d) for d in found]
+
     async def outbox_size(self) -> tuple[int, int]:
         dead = sum(1 for d in self._outbox.values() if d.dead)
         return len(self._outbox) - dead, dead

@@ -146,6 +146,28 @@ class RedisPush(RedisBase):
         return found[:limit]
 
     @redis_guarded
+    async def task_deliveries(self, agent_id: str, task_id: str) -> list[Delivery]:
+        _, data, dead = self._outbox_keys
+        task = f"{agent_id}\0{task_id}\0"
+        # pending: the queues of the task's configs (a deleted config's queue is found too)
+        queues: list[bytes] = [
+            q
+            async for q in self.client.scan_iter(
+                match=_glob(f"{self.prefix}:outbox:q:{task}") + "*", count=1000
+            )
+        ]
+        found: list[Delivery] = []
+        for queue in queues:
+            idents = cast(list[bytes], await self.client.zrange(queue, 0, -1))
+            if idents:
+                blobs = cast(list[bytes | None], await self.client.hmget(data, idents))
+                found += [_delivery_dec.decode(b) for b in blobs if b is not None]
+        async for _, blob in self.client.hscan_iter(dead, match=_glob(task) + "*", count=1000):
+            found.append(_delivery_dec.decode(blob))
+        found.sort(key=lambda d: (d.config_id, d.order))
+        return found
+
+    @redis_guarded
     async def outbox_size(self) -> tuple[int, int]:
         _, data, dead = self._outbox_keys
         async with self.client.pipeline(transaction=False) as pipe:
@@ -212,3 +234,8 @@ class RedisPush(RedisBase):
     async def delete_push_config(self, agent_id: str, task_id: str, config_id: str) -> bool:
         removed = await self.client.hdel(self.keys(agent_id).push(task_id), "c:" + config_id)
         return bool(removed)
+
+
+def _glob(text: str) -> str:
+    """``text`` as a literal Redis glob pattern (its special characters escaped)."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)

@@ -29,6 +29,7 @@ from a2a_hub.stores.sql.statements import (
     LIST_PUSH,
     OUTBOX_SIZE,
     REQUEUE,
+    TASK_DELIVERIES,
     UPDATE_DELIVERY,
     delivery_key,
     delivery_of,
@@ -159,6 +160,13 @@ class SqlPush(SqlBase):
     async def dead_deliveries(self, limit: int = 1000) -> list[Delivery]:
         async with self._read() as conn:
             rows = (await conn.execute(DEAD, {"p_limit": limit})).all()
+        return [delivery_of(r) for r in rows]
+
+    @sql_guarded
+    async def task_deliveries(self, agent_id: str, task_id: str) -> list[Delivery]:
+        async with self._read() as conn:
+            params = {"p_agent": agent_id, "p_task": task_id}
+            rows = (await conn.execute(TASK_DELIVERIES, params)).all()
         return [delivery_of(r) for r in rows]
 
     @sql_guarded

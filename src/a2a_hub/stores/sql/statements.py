@@ -190,6 +190,11 @@ DEAD = (
     .order_by(_ob.due)
     .limit(bindparam("p_limit", type_=Integer))
 )
+TASK_DELIVERIES = (
+    select(*_OUTBOX_COLUMNS)
+    .where(_ob.agent_id == bindparam("p_agent"), _ob.task_id == bindparam("p_task"))
+    .order_by(_ob.config_id, _ob.seq, _ob.snapshot)
+)
 OUTBOX_SIZE = select(_ob.dead, func.count()).group_by(_ob.dead)
 REQUEUE = (
     update(push_outbox)

@@ -43,6 +43,7 @@ from agents import (
     Runner,
     RunState,
 )
+from openai.types.responses import ResponseTextDeltaEvent
 from pydantic import TypeAdapter
 
 from a2a_hub.agents.frameworks._turns import (
@@ -199,7 +200,7 @@ class OpenAIAgentsExecutor(AgentExecutor):
         try:
             async for event in result.stream_events():
                 if event.type == "raw_response_event":
-                    if getattr(event.data, "type", "") == "response.output_text.delta":
+                    if isinstance(event.data, ResponseTextDeltaEvent):
                         if gap and out.text:
                             await out.add("\n\n")
                         gap = False

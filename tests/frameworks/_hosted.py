@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from google.protobuf import json_format
 from google.protobuf.struct_pb2 import Value
 
 from a2a_hub import AgentSpec, Hub, Settings
+from a2a_hub.llm.served import LLM_PATH, LLM_URL_ENV
 from tests.support.hub import TEST_HOSTS, LiveServer
 from tests.support.sse import Frame, frames, rpc_body
 
@@ -139,9 +141,14 @@ async def hosted(
     executor: str, tmp_path: Path, *, port: int = 0, **extra: Any
 ) -> AsyncIterator[Hosted]:
     """A hub on the SQLite file ``tmp_path/hub.db`` hosting ``executor`` as agent ``agent``,
-    served by uvicorn (on ``port``: a second hub on the same port and file is a restart)."""
+    served by uvicorn (on ``port``: a second hub on the same port and file is a restart),
+    its LLM endpoint backed by the scripted provider unless ``extra`` says otherwise."""
+    extra.setdefault("llm_provider", "scripted")
     hub = Hub(settings_for(executor, f"sqlite:///{tmp_path}/hub.db", **extra))
     async with LiveServer(hub, port=port) as live, httpx.AsyncClient(timeout=60) as http:
+        # the agents' model: this hub's /llm/v1 (on a free port, which its settings do not say)
+        before = os.environ.get(LLM_URL_ENV)
+        os.environ[LLM_URL_ENV] = f"{live.url}{LLM_PATH}"
         url = f"{live.url}/a2a/agent"
         card = await A2ACardResolver(http, url).get_agent_card()
         clients = [
@@ -152,4 +159,10 @@ async def hosted(
             ).create(card)
             for streaming in (False, True)
         ]
-        yield Hosted(live, url, clients[0], clients[1], http)
+        try:
+            yield Hosted(live, url, clients[0], clients[1], http)
+        finally:
+            if before is None:
+                os.environ.pop(LLM_URL_ENV, None)
+            else:
+                os.environ[LLM_URL_ENV] = before

@@ -129,6 +129,8 @@ class PydanticAIExecutor(AgentExecutor):
         self._asked = {
             name for name, tool in tools.items() if getattr(tool, "requires_approval", False)
         }
+        #: HTTP clients to the hub's LLM endpoint, by (base URL, key).
+        self._clients: dict[tuple[str, str], Any] = {}
 
     def _model(self) -> Any:
         """The hub's model when the agent has none or names the hub, else ``None``."""
@@ -139,8 +141,18 @@ class PydanticAIExecutor(AgentExecutor):
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        base_url, api_key = hub_llm()
-        return OpenAIChatModel(name, provider=OpenAIProvider(base_url=base_url, api_key=api_key))
+        where = hub_llm()
+        client = self._clients.get(where)
+        if client is None:  # the executor's own, closed with it (not pydantic-ai's shared one)
+            from openai import AsyncOpenAI
+
+            client = self._clients[where] = AsyncOpenAI(base_url=where[0], api_key=where[1])
+        return OpenAIChatModel(name, provider=OpenAIProvider(openai_client=client))
+
+    async def close(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.close()
 
     async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         await updater.start()

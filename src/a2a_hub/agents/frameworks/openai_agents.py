@@ -118,9 +118,7 @@ class OpenAIAgentsExecutor(AgentExecutor):
         self.agent = agent
         self.links = links or HubLinks()
         self.name = agent.name
-        self.description = agent.handoff_description or (
-            agent.instructions if isinstance(agent.instructions, str) else None
-        )
+        self.description = agent.handoff_description
         self.skills = [
             {
                 "id": tool.name,

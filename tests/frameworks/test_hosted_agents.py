@@ -9,6 +9,7 @@ calls the tools a message names.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,24 @@ async def test_an_agent_with_its_own_model_keeps_it(agent: str, tmp_path: Path) 
     async with hosted(agent, tmp_path) as hub:
         task = await hub.send(user("hello"))
         assert text(task.status.message).startswith("[local] turn 1")
+
+
+async def test_the_history_comes_from_the_stored_conversation(agent: str, tmp_path: Path) -> None:
+    registry = f"sqlite:///{tmp_path}/registry.db"
+    async with hosted(agent, tmp_path, registry=registry) as hub:
+        first = await hub.send(user("My name is Ada."))
+        hosted_hub = hub.live.hub
+        assert hosted_hub.registry is not None
+
+        async def recorded() -> None:
+            while True:
+                found = await hosted_hub.registry.conversation_tail("agent", first.context_id, 10)
+                if found is not None and len(found[1]) >= 2:
+                    return
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(recorded(), 30)  # a hang guard, not a timing check
+        # the task is gone from the task store (retention): the conversation store has the turn
+        assert await hosted_hub.store.delete_task("agent", first.id)
+        second = await hub.send(user("What is my name?", context_id=first.context_id))
+        assert text(second.status.message).startswith(SECOND)

@@ -18,6 +18,7 @@ pytest.importorskip("pydantic_ai")
 pytest.importorskip("agents")
 
 
+@pytest.mark.timeout(300)  # a real process importing the framework, then four model runs
 @pytest.mark.parametrize("example", ["pydantic_ai_agent", "openai_agents_agent"])
 async def test_the_example_runs_as_the_readme_says(example: str, tmp_path: Path) -> None:
     agent = f"shop=examples.{example}:agent"

@@ -151,6 +151,22 @@ async def test_tools_pass_through_whole_and_streamed(served: LiveServer) -> None
     assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
 
 
+async def test_a_text_answer_streams_in_chunks_when_tools_are_offered(
+    served: LiveServer,
+) -> None:
+    body = {"messages": [user("no tool named here")], "tools": [ADD], "stream": True}
+    async with (
+        httpx.AsyncClient(timeout=30) as http,
+        http.stream("POST", f"{served.url}/llm/v1/chat/completions", json=body) as s,
+    ):
+        events = await sse_events(s)
+    chunks = [json.loads(e) for e in events[:-1]]
+    texts = [c["choices"][0]["delta"].get("content") for c in chunks]
+    assert len([t for t in texts if t]) > 3
+    assert "".join(t or "" for t in texts).startswith('[scripted] You said "no tool named here"')
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+
+
 async def test_a_known_model_is_chosen_and_any_other_name_falls_back(served: LiveServer) -> None:
     async with httpx.AsyncClient(base_url=f"{served.url}/llm/v1", timeout=30) as http:
         models = (await http.get("/models")).json()

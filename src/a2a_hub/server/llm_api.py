@@ -287,15 +287,23 @@ class _Completion:
         return b"data: " + _enc.encode(chunk) + b"\n\n"
 
     async def deltas(self) -> AsyncGenerator[ChatDelta, None]:
-        """The answer as stream deltas: the provider's text chunks, or (with tools or JSON)
-        the whole reply in one or two deltas."""
-        if self.tools or self.json_schema is not None:
+        """The answer as stream deltas: the provider's text chunks (with tools: its
+        ``chat_stream``, the tool calls last), or a JSON answer whole."""
+        if self.tools:
+            async for item in self.provider.chat_stream(
+                self.messages, tools=self.tools, max_tokens=self.max_tokens,
+                temperature=self.temperature,
+            ):  # fmt: skip
+                if isinstance(item, str):
+                    if item:
+                        yield ChatDelta(content=item)
+                elif item.tool_calls:
+                    yield ChatDelta(tool_calls=_wire_calls(item.tool_calls, indexed=True))
+                    self.finish = "tool_calls"
+            return
+        if self.json_schema is not None:
             reply = await self.reply()
-            if reply.text:
-                yield ChatDelta(content=reply.text)
-            if reply.tool_calls:
-                yield ChatDelta(tool_calls=_wire_calls(reply.tool_calls, indexed=True))
-                self.finish = "tool_calls"
+            yield ChatDelta(content=reply.text)
             return
         async for text in self.provider.stream(
             self.messages, max_tokens=self.max_tokens, temperature=self.temperature

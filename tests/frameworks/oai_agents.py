@@ -99,6 +99,3 @@ local_agent = Agent(
     name="oai-local", instructions="You are terse.", tools=TOOLS,
     model=OpenAIChatCompletionsModel(model="local", openai_client=_local_client),
 )  # fmt: skip
-
-#: Without tools: the hub's endpoint streams a reply in chunks only when no tools are offered.
-plain = Agent(name="oai-plain", instructions="You are terse.")

@@ -79,6 +79,3 @@ local_agent: Agent[None, str | DeferredToolRequests] = Agent(
     system_prompt="You are terse.",
 )
 _tools(local_agent)
-
-#: Without tools: the hub's endpoint streams a reply in chunks only when no tools are offered.
-plain: Agent[None, str] = Agent(name="pyai-plain", system_prompt="You are terse.")

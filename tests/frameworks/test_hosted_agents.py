@@ -52,8 +52,7 @@ async def test_blocking_send_and_the_card(framework: str, agent: str, tmp_path: 
 
 
 async def test_streamed_send_in_chunks_replayable(agent: str, tmp_path: Path) -> None:
-    # the agent without tools (with tools, the scripted endpoint sends a reply in one piece)
-    async with hosted(agent.replace(":agent", ":plain"), tmp_path) as hub:
+    async with hosted(agent, tmp_path) as hub:
         events = await hub.stream(user("stream this please"))
         kinds = [e.WhichOneof("payload") for e in events]
         assert kinds[0] == "task" and kinds[-1] == "status_update"

@@ -24,6 +24,8 @@ PUBLIC: dict[str, list[str]] = {
         "TaskUpdater",
         "create_app",
         "errors",
+        "llm_api_key",
+        "llm_base_url",
         "load_settings",
         "text_of",
         "types",
@@ -39,6 +41,14 @@ PUBLIC: dict[str, list[str]] = {
         "SequentialExecutor",
         "build_executor",
         "load_class",
+    ],
+    "a2a_hub.agents.frameworks": [
+        "FRAMEWORKS",
+        "Framework",
+        "accepted",
+        "adapt",
+        "extra_for_module",
+        "framework_of",
     ],
     "a2a_hub.cli": ["app", "main"],
     "a2a_hub.client": [

@@ -13,6 +13,7 @@ from a2a_hub._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from a2a_hub.engine import AgentExecutor, RequestContext, TaskUpdater, text_of
+    from a2a_hub.llm.served import llm_api_key, llm_base_url
     from a2a_hub.protocol import errors, types
     from a2a_hub.server import Hub, create_app
     from a2a_hub.settings import AgentSpec, Settings, load_settings
@@ -27,6 +28,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "TaskUpdater": ("a2a_hub.engine", "TaskUpdater"),
     "create_app": ("a2a_hub.server", "create_app"),
     "errors": ("a2a_hub.protocol.errors", None),
+    "llm_api_key": ("a2a_hub.llm.served", "llm_api_key"),
+    "llm_base_url": ("a2a_hub.llm.served", "llm_base_url"),
     "load_settings": ("a2a_hub.settings", "load_settings"),
     "text_of": ("a2a_hub.engine", "text_of"),
     "types": ("a2a_hub.protocol.types", None),
@@ -41,6 +44,8 @@ __all__ = [
     "TaskUpdater",
     "create_app",
     "errors",
+    "llm_api_key",
+    "llm_base_url",
     "load_settings",
     "text_of",
     "types",

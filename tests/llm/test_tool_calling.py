@@ -79,6 +79,18 @@ async def test_scripted_without_a_named_tool_answers_plainly() -> None:
     assert reply.text.startswith("[scripted]") and "hello there" in reply.text
 
 
+async def test_scripted_chat_stream_is_the_chat_reply_in_words_then_its_calls() -> None:
+    provider = ScriptedProvider()
+    plain = user("just talk")
+    items = [i async for i in provider.chat_stream(plain, tools=[ADD])]
+    assert len(items) > 3 and all(isinstance(i, str) for i in items)
+    assert "".join(items) == (await provider.chat(plain, tools=[ADD])).text  # type: ignore[arg-type]
+    calling = user('add {"a": 1, "b": 2}')
+    (only,) = [i async for i in provider.chat_stream(calling, tools=[ADD])]
+    assert not isinstance(only, str)
+    assert only.tool_calls == (await provider.chat(calling, tools=[ADD])).tool_calls
+
+
 async def test_a_provider_without_tool_calling_refuses_tools_by_default() -> None:
     class Plain(ScriptedProvider):
         name = "plain"

@@ -100,7 +100,8 @@ def mcp_http_server(cwd: Path) -> Iterator[str]:
 
 
 def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 30
+    # a hang guard, generous: a process importing an agent framework on a loaded machine
+    deadline = time.monotonic() + 120
     while True:
         if proc.poll() is not None:
             raise AssertionError(f"process exited early:\n{log.read_text(errors='replace')}")
@@ -110,7 +111,7 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
         except httpx.HTTPError:
             pass
         if time.monotonic() > deadline:
-            raise AssertionError(f"{url} did not answer in 30 s")
+            raise AssertionError(f"{url} did not answer in 120 s")
         time.sleep(0.1)
 
 

@@ -77,6 +77,7 @@ def serve(
                 "no agents to serve: pass --agent echo (or list [[agents]] in --config hub.toml)"
             )
         use_app_dir(app_dir)
+        _llm_environment(settings.server.host, settings.server.port)
         if settings.server.grpc_port is not None:
             import a2a_hub.server.grpc  # noqa: F401 - fails early with the extra to install
         if settings.server.tracing != "off":
@@ -129,6 +130,17 @@ def serve(
     else:
         say("  press Ctrl+C to stop", highlight=False)
         _serve_one(hub, sock)
+
+
+def _llm_environment(host: str, port: int) -> None:
+    """Tell the agents this hub hosts where its LLM endpoint is (``A2A_HUB_LLM_URL``) and
+    give them the token that opens it (``A2A_HUB_LLM_TOKEN``), before they are imported;
+    worker processes inherit both."""
+    from a2a_hub.llm.served import LLM_PATH, LLM_URL_ENV, llm_api_key
+
+    local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    os.environ[LLM_URL_ENV] = f"http://{_url_host(local)}:{port}{LLM_PATH}"
+    llm_api_key()
 
 
 def use_app_dir(app_dir: str) -> None:

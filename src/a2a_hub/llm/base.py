@@ -206,6 +206,27 @@ class LLMProvider(ABC):
         text = await self.complete(messages, max_tokens=max_tokens, temperature=temperature)
         return ChatReply(text=text)
 
+    async def chat_stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.7,
+    ) -> AsyncIterator[str | ChatReply]:
+        """:meth:`chat` as a stream: the reply's text in chunks, then a :class:`ChatReply`
+        with the tool calls if the model made any (its ``text`` is then already streamed).
+
+        The default implementation yields :meth:`chat`'s whole text once, then its calls.
+        """
+        reply = await self.chat(
+            messages, tools=tools, max_tokens=max_tokens, temperature=temperature
+        )
+        if reply.text:
+            yield reply.text
+        if reply.tool_calls:
+            yield ChatReply(text="", tool_calls=reply.tool_calls)
+
     def tools_refused(self) -> LLMError:
         """The error for a provider that cannot call tools (override to explain why)."""
         return LLMError(

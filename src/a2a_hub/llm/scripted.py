@@ -15,6 +15,8 @@ It calls tools by rule, so that a tool loop can be tested offline (:meth:`Script
   (strings quote the message);
 * once tools have answered, it answers ``[scripted] Tool results: add → 5; shout → HI!``;
 * when no offered tool is named, it answers as without tools.
+
+:meth:`ScriptedProvider.chat_stream` streams that reply one word per chunk, then its calls.
 """
 
 from __future__ import annotations
@@ -144,6 +146,24 @@ class ScriptedProvider(LLMProvider):
         if calls:
             return ChatReply(text="", tool_calls=calls)
         return ChatReply(text=self.reply_for(messages, max_tokens=max_tokens))
+
+    async def chat_stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.7,
+    ) -> AsyncIterator[str | ChatReply]:
+        """:meth:`chat`'s reply as a stream: its text one word per chunk (as :meth:`stream`),
+        then its tool calls."""
+        reply = await self.chat(
+            messages, tools=tools, max_tokens=max_tokens, temperature=temperature
+        )
+        for i, word in enumerate(reply.text.split(" ") if reply.text else ()):
+            yield word if i == 0 else " " + word
+        if reply.tool_calls:
+            yield ChatReply(text="", tool_calls=reply.tool_calls)
 
 
 def _one_line(text: str, limit: int = 200) -> str:

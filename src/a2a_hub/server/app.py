@@ -10,6 +10,8 @@ Layout of :func:`create_app`'s routes::
     GET  /                              index of the hosted agents
     /admin/v1        (HubMount)         the admin API (server/admin.py; an admin key),
                                         behind the agent middleware list
+    /llm/v1          (HubMount)         the hub's LLM, OpenAI-compatible (server/llm_api.py),
+                                        behind the same list (a key when auth is on)
     GET  /.well-known/jwks.json         keys that sign push notifications (also per agent)
     /a2a/{agent_id}  (AgentMount)       the agent's routes, behind the agent middleware
     ""               (AgentMount)       the same routes for the default agent (root alias)
@@ -71,6 +73,7 @@ from a2a_hub.server.http import base_url, hub_of
 from a2a_hub.server.hub import Hub
 from a2a_hub.server.jsonrpc import rpc
 from a2a_hub.server.lifecycle import Service, run_services
+from a2a_hub.server.llm_api import LLM_ROUTES, HubTokenMiddleware
 from a2a_hub.server.metrics import MetricsMiddleware, RouteLabels, metrics_endpoint
 from a2a_hub.server.retention import Retention
 from a2a_hub.server.scope import HUB_ROUTE
@@ -337,6 +340,7 @@ def create_app(
         Route("/version", version, methods=["GET"]),
         Route("/", index, methods=["GET"]),
         HubMount("/admin/v1", ADMIN_ROUTES, middleware=middleware),
+        HubMount("/llm/v1", LLM_ROUTES, middleware=[Middleware(HubTokenMiddleware), *middleware]),
         Route("/.well-known/jwks.json", jwks, methods=["GET"]),
     ]
     if server.metrics:

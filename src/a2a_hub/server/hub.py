@@ -26,6 +26,7 @@ from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.engine import TaskEngine
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.llm import set_default_settings
+from a2a_hub.llm.served import ServedModels, set_local_root
 from a2a_hub.protocol.errors import AgentNotFoundError
 from a2a_hub.protocol.types import Message, Task
 from a2a_hub.push.dispatcher import Dispatcher, push_backoff
@@ -81,6 +82,12 @@ class Hub:
         self.settings = settings
         # the llm agents built below, and any provider asked for later, use the hub's section
         set_default_settings(settings.llm)
+        #: The models of the hub's LLM endpoint (``/llm/v1``, server/llm_api.py); the agents
+        #: built below find it at :func:`~a2a_hub.llm.served.llm_base_url`.
+        self.llm_models = ServedModels(settings.llm)
+        host = settings.server.host
+        host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        set_local_root(f"http://{f'[{host}]' if ':' in host else host}:{settings.server.port}")
         self.store = store if store is not None else open_store(settings.store.url)
         self.cluster = Cluster(self.store, orphan_timeout=settings.store.orphan_timeout)
         #: Which webhook URLs push notifications may go to (``push_allow_hosts``).
@@ -261,7 +268,8 @@ class Hub:
         found += [started(self.cluster), self.signing_keys, self._pushing()]
         if registry is not None:
             found.append(ConversationRecorders(registry, self.watch))
-        found += [closing(close_mcp_sessions), closing(self._close_engines)]
+        found += [closing(self.llm_models.aclose), closing(close_mcp_sessions)]
+        found.append(closing(self._close_engines))
         if self.settings.server.grpc_port is not None:
             found.append(self._serving_grpc(self.settings.server.grpc_port))
         if self.follower is not None:

@@ -261,6 +261,14 @@ class LLMSettings(Section):
         str | None,
         setting("Model name.", metavar="MODEL", shown_default="the provider's own"),
     ] = None
+    models: Annotated[
+        list[str],
+        setting(
+            "More models of the same provider that the hub's LLM endpoint (/llm/v1) serves by "
+            "name (repeatable); any other name gets the default model.",
+            metavar="MODEL",
+        ),
+    ] = msgspec.field(default_factory=list)
     base_url: Annotated[
         str | None,
         setting(

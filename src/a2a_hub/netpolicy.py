@@ -32,6 +32,7 @@ import ipaddress
 import socket
 import time
 from collections.abc import Iterable
+from typing import Self
 from urllib.parse import urlsplit
 
 import httpx
@@ -145,7 +146,7 @@ class OutboundPolicy:
                 self.names.add(entry.rstrip("."))
 
     @classmethod
-    def from_setting(cls, *values: str | list[str] | None) -> OutboundPolicy:
+    def from_setting(cls, *values: str | list[str] | None) -> Self:
         """The policy of comma-separated (or listed) allow-list settings, joined."""
         entries: list[str] = []
         for value in values:

@@ -165,7 +165,11 @@ async def test_the_admin_api_refuses_a_remote_agent_whose_card_fails(
         r = await http.post(f"{live.url}/admin/v1/agents", json=spec, headers=auth)
         assert r.status_code == 201, r.text
         # without trusted keys the policy is refused outright
-        spec = {"id": "r2", "kind": "remote", "options": {"url": cards.url, "card_signature": "require"}}
+        spec = {
+            "id": "r2",
+            "kind": "remote",
+            "options": {"url": cards.url, "card_signature": "require"},
+        }
         r = await http.post(f"{live.url}/admin/v1/agents", json=spec, headers=auth)
         assert r.status_code == 400 and "card_keys" in r.json()["error"]["message"]
 

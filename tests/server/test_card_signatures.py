@@ -28,7 +28,13 @@ async def live(tmp_path: Any) -> AsyncIterator[LiveServer]:
         registry=f"sqlite:///{tmp_path}/reg.db",
     )
     hub.add(AgentSpec(id="locked", kind="echo", auth="api-key"))
-    hub.add(AgentSpec(id="extra", kind="echo", extended_skills=[{"id": "x", "name": "X", "description": "d", "tags": []}]))
+    hub.add(
+        AgentSpec(
+            id="extra",
+            kind="echo",
+            extended_skills=[{"id": "x", "name": "X", "description": "d", "tags": []}],
+        )
+    )
     async with LiveServer(hub) as server:
         yield server
 

@@ -53,8 +53,8 @@ import msgspec
 
 from a2a_hub.agents._memo import recall, stamp
 from a2a_hub.agents._options import unknown_options
-from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.hops import with_hop
+from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.peer import LocalPeer, Outcome, Peer, PeerError, RemotePeer, run_turn
 from a2a_hub.agents.remote import flag
 from a2a_hub.client import user_message

@@ -57,9 +57,7 @@ def with_hop(message: Message, ctx: RequestContext, callee: str) -> Message:
     return msgspec.structs.replace(message, metadata={**(message.metadata or {}), HOPS: depth})
 
 
-def cycle_through(
-    agent_id: str, calls: Callable[[str], Iterable[str]]
-) -> list[str] | None:
+def cycle_through(agent_id: str, calls: Callable[[str], Iterable[str]]) -> list[str] | None:
     """The cycle ``agent_id`` is on (``[a, b, a]``), given whom each agent calls, or ``None``."""
     path: list[str] = [agent_id]
     seen: set[str] = set()

@@ -152,7 +152,9 @@ def callees(executor: AgentExecutor, local_of: Callable[[str], str | None]) -> l
         found.append(local_of(executor.peer.url) or "")
     elif isinstance(executor, CompositeExecutor):
         for child in executor.children:
-            found.append(child.agent if child.agent is not None else local_of(child.url or "") or "")
+            found.append(
+                child.agent if child.agent is not None else local_of(child.url or "") or ""
+            )
     return [agent_id for agent_id in found if agent_id]
 
 

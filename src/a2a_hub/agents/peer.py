@@ -28,7 +28,6 @@ import msgspec
 
 from a2a_hub.client.card import CardRefusedError
 from a2a_hub.client.card_signature import CardCheck
-
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.engine.executor import text_of
 from a2a_hub.netpolicy import OutboundPolicy, guarded_http, host_of

@@ -240,7 +240,9 @@ class RemoteExecutor(AgentExecutor):
             except CardRefusedError as exc:
                 raise ValueError(f"refused the remote agent at {peer.url}: {exc}") from None
             except A2AError as exc:
-                log.warning("the card of the remote agent at %s is checked later: %s", peer.url, exc)
+                log.warning(
+                    "the card of the remote agent at %s is checked later: %s", peer.url, exc
+                )
 
     async def _cancel_remote(self, task_id: str) -> None:
         remote = self._running.get(task_id)

@@ -167,9 +167,7 @@ def card(
     ] = "off",
     card_keys: Annotated[
         str | None,
-        typer.Option(
-            "--card-keys", metavar="JWKS", help="The trusted keys: a JWKS URL or file."
-        ),
+        typer.Option("--card-keys", metavar="JWKS", help="The trusted keys: a JWKS URL or file."),
     ] = None,
 ) -> None:
     """Show the agent card at URL (a base URL or the card's own URL); with

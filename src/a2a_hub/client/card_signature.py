@@ -18,6 +18,7 @@ the trusted keys count, looked up by ``kid``.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -174,7 +175,7 @@ class CardCheck:
                     )
                 data = response.json()
             else:
-                data = json.loads(Path(source).read_text())
+                data = json.loads(await asyncio.to_thread(Path(source).read_text))
             return PyJWKSet.from_dict(data)
         except CardSignatureError:
             raise
@@ -185,9 +186,7 @@ class CardCheck:
         except (ValueError, PyJWKSetError, PyJWKError) as exc:
             raise CardSignatureError(f"the trusted keys {source} are not a JWKS: {exc}") from None
 
-    async def verify(
-        self, card: Any, source: str, http: httpx.AsyncClient | None = None
-    ) -> bool:
+    async def verify(self, card: Any, source: str, http: httpx.AsyncClient | None = None) -> bool:
         """Check the card (raw JSON) fetched from ``source`` under the policy: ``True`` when
         a signature verified, ``False`` when none was checked (``off``, or none present
         under ``verify-if-present``).  Raises :class:`CardSignatureError` saying why."""

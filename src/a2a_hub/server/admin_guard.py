@@ -92,8 +92,7 @@ async def check_agent(spec: AgentSpec, auth: AuthSettings, policy: OutboundPolic
 
 async def check_mcp_server(server: McpServer, auth: AuthSettings, policy: OutboundPolicy) -> None:
     """Refuse (:class:`SettingsError`) an MCP server the admin API may not store."""
-    if server.command:
-        if not command_allowed(server.command[0], auth.admin_allow_commands):
-            raise _refuse_command(server.command[0])
+    if server.command and not command_allowed(server.command[0], auth.admin_allow_commands):
+        raise _refuse_command(server.command[0])
     if server.url:
         await policy.check_url(server.url, f"MCP server {server.name!r} URL")

@@ -22,19 +22,19 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.hops import cycle_through
+from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.loader import admit, build_executor, callees
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.engine import TaskEngine
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.llm import set_default_settings
+from a2a_hub.netpolicy import OutboundPolicy
 from a2a_hub.protocol.errors import AgentNotFoundError
 from a2a_hub.protocol.types import Message, Task
 from a2a_hub.push.dispatcher import Dispatcher, push_backoff
 from a2a_hub.push.sender import WebhookSender
 from a2a_hub.push.signing import SigningKeys
-from a2a_hub.netpolicy import OutboundPolicy
 from a2a_hub.push.urls import WebhookPolicy
 from a2a_hub.registry import Registry, registry_url
 from a2a_hub.registry.follower import RegistryFollower

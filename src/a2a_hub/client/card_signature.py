@@ -226,10 +226,14 @@ class CardCheck:
                 except PyJWTError:
                     continue
                 return True
-        known = ", ".join(sorted({k.key_id or "?" for k in keyset.keys}))
+        known = {k.key_id or "?" for k in keyset.keys}
+        why = (
+            "the card does not match its signature (changed after signing?)"
+            if known & set(kids)
+            else f"signed by kid {', '.join(kids) or 'none'}, trusted: {', '.join(sorted(known))}"
+        )
         raise CardSignatureError(
-            f"the card at {source} has no valid signature by the trusted keys {self.keys} "
-            f"(signed by kid {', '.join(kids) or 'none'}; trusted kids: {known or 'none'})"
+            f"the card at {source} has no valid signature by the trusted keys {self.keys}: {why}"
         )
 
 

@@ -214,13 +214,24 @@ def _jwks_url(card: AgentCard) -> str:
 def sign_card(body: dict[str, Any], key: SigningKey, jku: str) -> dict[str, Any]:
     """Add ``signatures`` to the card ``body``: one JWS (``EdDSA``, detached payload: the
     RFC 8785 form of :func:`~a2a_hub.client.card_signature.v10_form`) by ``key``."""
-    header = {"alg": "EdDSA", "kid": key.kid, "jku": jku, "typ": "JOSE"}
-    protected = _b64(canonical(header))
-    signing_input = protected.encode() + b"." + _b64(canonical(v10_form(body))).encode()
-    body["signatures"] = [
-        {"protected": protected, "signature": _b64(key.private.sign(signing_input))}
-    ]
+    body.pop("signatures", None)
+    digest = hashlib.sha256(_enc.encode(body)).digest()
+    cached = _SIGNED.get((key.kid, jku, digest))
+    if cached is None:  # canonical JSON and Ed25519 cost ~0.3 ms: once per content and key
+        header = {"alg": "EdDSA", "kid": key.kid, "jku": jku, "typ": "JOSE"}
+        protected = _b64(canonical(header))
+        signing_input = protected.encode() + b"." + _b64(canonical(v10_form(body))).encode()
+        cached = {"protected": protected, "signature": _b64(key.private.sign(signing_input))}
+        if len(_SIGNED) >= 256:
+            _SIGNED.clear()
+        _SIGNED[(key.kid, jku, digest)] = cached
+    body["signatures"] = [dict(cached)]
     return body
+
+
+#: Signatures by (key id, JWKS URL, SHA-256 of the card's JSON): the extended card, built
+#: per request, is signed once per content.
+_SIGNED: dict[tuple[str, str, bytes], dict[str, str]] = {}
 
 
 def _b64(data: bytes) -> str:

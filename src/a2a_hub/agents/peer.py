@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import msgspec
 
-from a2a_hub.client.card import CardRefusedError
+from a2a_hub.client.card import CardRefusedError, fetch_card
 from a2a_hub.client.card_signature import CardCheck
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.engine.executor import text_of
@@ -247,13 +247,25 @@ class RemotePeer(Peer):
     async def client(self) -> A2AClient:
         """The client, connected on first use (fetching the agent card)."""
         async with self._lock:
-            checked = self.card_check is not None and self.card_check.active
+            check = self.card_check
             if (
                 self._client is not None
-                and checked
+                and self._http is not None
+                and check is not None
+                and check.active
                 and time.monotonic() - self._fetched > self.card_refresh
             ):
-                await self._drop()  # refresh: fetch (and check) the card again
+                # refresh: fetch the card again and check it; turns running go on, new
+                # ones are refused while it fails
+                headers = self._auth()
+                try:
+                    await fetch_card(self._http, self.url, headers, check)
+                except CardRefusedError as exc:
+                    raise PeerError(f"refused the agent at {self.url}: {exc}") from exc
+                except (A2AError, httpx.HTTPError) as exc:
+                    log.info("refreshing the card of %s: %s", self.url, _reason(exc))
+                else:
+                    self._fetched = time.monotonic()
             if self._client is None:
                 from a2a_hub.client import A2AClient
 
@@ -286,6 +298,11 @@ class RemotePeer(Peer):
                 self._http = http
                 self._fetched = time.monotonic()
             return self._client
+
+    def _auth(self) -> dict[str, str]:
+        from a2a_hub.client import A2AClient
+
+        return A2AClient.auth_headers(self.headers, api_key=self.api_key, bearer=self.bearer)
 
     async def turn(self, message: Message) -> AsyncIterator[tuple[StreamResponse, bool]]:
         client = await self.client()

@@ -45,7 +45,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("stores",),
     # recorded by every layer above
     ("metrics", "tracing"),
-    ("settings", "_backoff", "_logging", "_render", "_version"),
+    # netpolicy: the outbound address policy every layer that calls out uses
+    ("settings", "netpolicy", "_backoff", "_logging", "_render", "_version"),
     ("protocol",),
 )
 

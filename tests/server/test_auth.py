@@ -80,7 +80,9 @@ def make_hub(tmp_path: Path, *, registry: str | None = None, **flat: Any) -> Hub
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[LiveServer]:
-    async with LiveServer(make_hub(tmp_path)) as server:
+    # the admin API may name this command and reach this host (issue 30 items 15, 19)
+    hub = make_hub(tmp_path, admin_allow_commands=["mcp-files"], outbound_allow_hosts=["127.0.0.1"])
+    async with LiveServer(hub) as server:
         yield server
 
 
@@ -472,6 +474,12 @@ async def test_admin_api(served: LiveServer) -> None:
             headers=auth,
         )
         assert r.status_code == 201
+        r = await http.post(
+            admin_url + "/mcp-servers",
+            json={"name": "sh", "transport": "stdio", "command": ["touch", "/tmp/x"]},
+            headers=auth,
+        )
+        assert r.status_code == 400 and "admin_allow_commands" in r.json()["error"]["message"]
         r = await http.put(
             admin_url + "/mcp-servers/web",
             json={"transport": "streamable-http", "url": "http://127.0.0.1:9/mcp"},

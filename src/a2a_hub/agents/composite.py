@@ -53,6 +53,7 @@ import msgspec
 
 from a2a_hub.agents._memo import recall, stamp
 from a2a_hub.agents._options import unknown_options
+from a2a_hub.agents.hops import with_hop
 from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.peer import LocalPeer, Outcome, Peer, PeerError, RemotePeer, run_turn
 from a2a_hub.agents.remote import flag
@@ -158,6 +159,16 @@ class CompositeExecutor(AgentExecutor):
         names = ", ".join(c.name for c in self.children)
         self.description = f"A {self.kind} composite of {names}."
 
+    async def admit(self) -> None:
+        """The check of registration: remote children's URLs pass the outbound policy
+        (unless the operator wrote them).  Raises ``ValueError`` saying why."""
+        policy = self.links.outbound
+        if policy is None or self.links.configured:
+            return
+        for child in self.children:
+            if child.url is not None:
+                await policy.check_url(child.url, f"remote child {child.name!r} URL")
+
     async def close(self) -> None:
         """Close the connections to the remote children."""
         remotes, self._remotes = list(self._remotes.values()), {}
@@ -181,6 +192,8 @@ class CompositeExecutor(AgentExecutor):
                     api_key=child.api_key,
                     bearer=child.bearer,
                     transport=child.transport,
+                    policy=self.links.outbound,
+                    trusted=self.links.configured,
                 )
             return remote
         assert child.agent is not None
@@ -205,6 +218,7 @@ class CompositeExecutor(AgentExecutor):
         progress.metadata = {"child": child.name, **where}
         await updater.working(progress)
         running = self._running.setdefault(ctx.task_id, {})
+        message = with_hop(message, ctx, child.name)
         peer = self.peer(child, ctx)
         running[child.name] = (peer, message.task_id)
 

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from a2a_hub.netpolicy import OutboundPolicy
 from a2a_hub.settings import MCPServerSpec
 
 if TYPE_CHECKING:
@@ -52,3 +53,9 @@ class HubLinks:
     #: The hub's store URL (``settings.store.url``): where framework adapters keep their own
     #: durable state (ADK sessions, LangGraph checkpoints) beside the hub's tasks.
     store_url: str | None = None
+    #: The hub's outbound address policy (``None``: outside a hub, nothing is checked).
+    outbound: OutboundPolicy | None = None
+    #: True for the agents of the operator's own configuration (hub.toml, ``--agent``):
+    #: the hosts their options name are the operator's choice and pass the policy (what
+    #: they redirect to does not); False for agents from the admin API or the registry.
+    configured: bool = False

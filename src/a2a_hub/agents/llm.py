@@ -46,6 +46,7 @@ from a2a_hub.agents.links import HubLinks
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater, text_of
 from a2a_hub.llm import ChatMessage, LazyProvider, LLMError, LLMProvider, provider_class
 from a2a_hub.llm.base import ToolCall
+from a2a_hub.protocol.errors import A2AError
 from a2a_hub.protocol.types import Message, Part, Role
 from a2a_hub.settings import MCPServerSpec
 from a2a_hub.tools.base import (
@@ -244,6 +245,14 @@ class LLMExecutor(AgentExecutor):
         """Whether this agent offers tools to its model."""
         return bool(self.servers) or self.exit_tool or bool(self.client_tools)
 
+    async def _check_url(self, spec: MCPServerSpec) -> None:
+        """An inline MCP server over HTTP of an agent from the admin API or the registry
+        passes the hub's outbound address policy (``[[mcp_servers]]`` are the operator's)."""
+        policy = self.links.outbound
+        named = self.links.mcp_servers.get(spec.name) == spec
+        if policy is not None and not self.links.configured and not named and spec.url:
+            await policy.resolve(spec.url, f"MCP server {spec.name!r} URL")
+
     async def tools(self) -> list[Tool]:
         """The tools offered to the model (MCP servers connected and listed once)."""
         if self._tools is None:
@@ -251,6 +260,7 @@ class LLMExecutor(AgentExecutor):
 
             found: list[Tool] = []
             for spec in self.servers:
+                await self._check_url(spec)
                 found.extend(await mcp_tools(spec, only=self.tool_names, limit=self.tool_timeout))
             if self.exit_tool:
                 found.append(ExitTool())
@@ -351,7 +361,7 @@ class LLMExecutor(AgentExecutor):
             return
         try:
             tools = await self.tools()
-        except (MCPError, ValueError) as exc:
+        except (MCPError, ValueError, A2AError) as exc:
             await updater.fail(f"the agent's tools are not available: {exc}")
             return
         by_name = {tool.name: tool for tool in tools}

@@ -10,20 +10,36 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 from a2a_hub.agents import frameworks
 from a2a_hub.agents._options import INJECTED, named_options
-from a2a_hub.agents.composite import LoopExecutor, ParallelExecutor, SequentialExecutor
+from a2a_hub.agents.composite import (
+    CompositeExecutor,
+    LoopExecutor,
+    ParallelExecutor,
+    SequentialExecutor,
+)
 from a2a_hub.agents.echo import EchoExecutor
 from a2a_hub.agents.frameworks import extra_for_module
 from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.llm import LLMExecutor
 from a2a_hub.agents.remote import RemoteExecutor
 from a2a_hub.engine.executor import AgentExecutor
+from a2a_hub.protocol.errors import A2AError
 from a2a_hub.settings import AgentSpec, SettingsError
 
-__all__ = ["KINDS", "LINKED_KINDS", "build_executor", "check_options", "load_class", "load_object"]
+__all__ = [
+    "KINDS",
+    "LINKED_KINDS",
+    "admit",
+    "build_executor",
+    "callees",
+    "check_options",
+    "load_class",
+    "load_object",
+]
 
 KINDS: dict[str, type[AgentExecutor]] = {
     "echo": EchoExecutor,
@@ -126,3 +142,29 @@ def check_options(spec: AgentSpec, cls: type[AgentExecutor]) -> None:
             f"agent {spec.id!r}: unknown option{plural} {', '.join(map(repr, unknown))} for "
             f"{what}; valid options: {', '.join(names) or 'none'}"
         )
+
+
+def callees(executor: AgentExecutor, local_of: Callable[[str], str | None]) -> list[str]:
+    """The ids of the hub's agents ``executor`` calls: a composite's hosted children, and
+    the agents of this hub that its remote URLs name (``local_of`` maps a URL to one)."""
+    found: list[str] = []
+    if isinstance(executor, RemoteExecutor):
+        found.append(local_of(executor.peer.url) or "")
+    elif isinstance(executor, CompositeExecutor):
+        for child in executor.children:
+            found.append(
+                child.agent if child.agent is not None else local_of(child.url or "") or ""
+            )
+    return [agent_id for agent_id in found if agent_id]
+
+
+async def admit(spec: AgentSpec, executor: AgentExecutor) -> None:
+    """The checks an agent passes before it is registered (the admin API, ``a2a-hub
+    serve``): the outbound address policy for URLs that did not come from the operator's
+    configuration, a remote card's signature.  Raises :class:`SettingsError` in one line."""
+    if not isinstance(executor, RemoteExecutor | CompositeExecutor):
+        return
+    try:
+        await executor.admit()
+    except (ValueError, A2AError) as exc:
+        raise SettingsError(f"agent {spec.id!r}: {exc}") from None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,8 +26,11 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import msgspec
 
+from a2a_hub.client.card import CardRefusedError, fetch_card
+from a2a_hub.client.card_signature import CardCheck
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.engine.executor import text_of
+from a2a_hub.netpolicy import OutboundPolicy, guarded_http, host_of
 from a2a_hub.protocol.errors import A2AError
 from a2a_hub.protocol.types import (
     Artifact,
@@ -195,6 +199,12 @@ class RemotePeer(Peer):
     interface (``jsonrpc-1.0``, ``rest-1.0``, ``jsonrpc-0.3``, ``jsonrpc-0.1``);
     ``connect_timeout`` bounds connecting (and each plain request), ``streaming=False``
     forces the non-streaming mode (non-blocking send, then polling).
+
+    ``policy`` (the hub's :class:`~a2a_hub.netpolicy.OutboundPolicy`) checks every
+    request's host, card redirects included; ``trusted``: ``url``'s own host was named by
+    the operator's configuration and passes unchecked.  ``card_check`` verifies the
+    card's signature each time the card is fetched (on connecting, and when
+    ``card_refresh`` seconds have passed since: the next turn fetches it again).
     """
 
     def __init__(
@@ -209,6 +219,10 @@ class RemotePeer(Peer):
         connect_timeout: float = 10.0,
         streaming: bool = True,
         poll_interval: float = 0.1,
+        policy: OutboundPolicy | None = None,
+        trusted: bool = False,
+        card_check: CardCheck | None = None,
+        card_refresh: float = 300.0,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"a remote agent's url must be http(s)://…, not {url!r}")
@@ -221,6 +235,11 @@ class RemotePeer(Peer):
         self.connect_timeout = float(connect_timeout)
         self.want_streaming = streaming
         self.poll_interval = poll_interval
+        self.policy = policy
+        self.trusted = [host_of(self.url)] if trusted else []
+        self.card_check = card_check
+        self.card_refresh = card_refresh
+        self._fetched = 0.0
         self._client: A2AClient | None = None
         self._http: httpx.AsyncClient | None = None
         self._lock = asyncio.Lock()
@@ -228,11 +247,35 @@ class RemotePeer(Peer):
     async def client(self) -> A2AClient:
         """The client, connected on first use (fetching the agent card)."""
         async with self._lock:
+            check = self.card_check
+            if (
+                self._client is not None
+                and self._http is not None
+                and check is not None
+                and check.active
+                and time.monotonic() - self._fetched > self.card_refresh
+            ):
+                # refresh: fetch the card again and check it; turns running go on, new
+                # ones are refused while it fails
+                headers = self._auth()
+                try:
+                    await fetch_card(self._http, self.url, headers, check)
+                except CardRefusedError as exc:
+                    raise PeerError(f"refused the agent at {self.url}: {exc}") from exc
+                except (A2AError, httpx.HTTPError) as exc:
+                    log.info("refreshing the card of %s: %s", self.url, _reason(exc))
+                else:
+                    self._fetched = time.monotonic()
             if self._client is None:
                 from a2a_hub.client import A2AClient
 
                 timeout = self.connect_timeout
-                http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=timeout, read=None))
+                http = guarded_http(
+                    self.policy,
+                    trusted=self.trusted,
+                    what="remote agent URL",
+                    timeout=httpx.Timeout(timeout, connect=timeout, read=None),
+                )
                 try:
                     self._client = await A2AClient.connect(
                         self.url,
@@ -241,16 +284,25 @@ class RemotePeer(Peer):
                         headers=self.headers,
                         api_key=self.api_key,
                         bearer=self.bearer,
+                        card_check=self.card_check,
                     )
                 except BaseException as exc:
                     await http.aclose()
+                    if isinstance(exc, CardRefusedError):
+                        raise PeerError(f"refused the agent at {self.url}: {exc}") from exc
                     if isinstance(exc, Exception):
                         raise PeerError(
                             f"cannot reach the agent at {self.url}: {_reason(exc)}"
                         ) from exc
                     raise
                 self._http = http
+                self._fetched = time.monotonic()
             return self._client
+
+    def _auth(self) -> dict[str, str]:
+        from a2a_hub.client import A2AClient
+
+        return A2AClient.auth_headers(self.headers, api_key=self.api_key, bearer=self.bearer)
 
     async def turn(self, message: Message) -> AsyncIterator[tuple[StreamResponse, bool]]:
         client = await self.client()
@@ -286,12 +338,15 @@ class RemotePeer(Peer):
 
     async def close(self) -> None:
         async with self._lock:
-            if self._client is not None:
-                await self._client.close()
-                self._client = None
-            if self._http is not None:
-                await self._http.aclose()
-                self._http = None
+            await self._drop()
+
+    async def _drop(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
 
 
 def _reason(exc: BaseException) -> str:

@@ -22,22 +22,38 @@ sent non-blocking and the task polled.  Cancelling the local task cancels the re
 while a turn runs (``cancel``) and while both wait for input (``cancel_waiting``).
 ``connect_timeout`` bounds connecting (seconds, default 10), ``timeout`` a whole turn
 (default 300); a remote failure, or a timeout, fails the local task with the reason.
+
+Trust: ``card_signature = "off" | "verify-if-present" | "require"`` checks the remote
+card's signature against ``card_keys`` (a JWKS URL or file) whenever the card is fetched:
+when the agent is registered (:meth:`RemoteExecutor.admit`: the admin API and
+``a2a-hub serve`` refuse it in one line), on connecting, and every ``card_refresh``
+seconds (default 300) after.  Every request goes through the hub's outbound address
+policy (:mod:`a2a_hub.netpolicy`); the URL's own host passes when the operator wrote it
+in the hub's configuration, not when it came through the admin API or the registry.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from a2a_hub.agents._memo import recall, stamp
 from a2a_hub.agents._options import unknown_options
+from a2a_hub.agents.hops import CallDepthError, with_hop
 from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.peer import Outcome, PeerError, RemotePeer, run_turn
-from a2a_hub.client import user_message
+from a2a_hub.client import A2AClient, fetch_card, user_message
+from a2a_hub.client.card import CardRefusedError
+from a2a_hub.client.card_signature import CardCheck
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater
+from a2a_hub.netpolicy import guarded_http
+from a2a_hub.protocol.errors import A2AError
 from a2a_hub.protocol.types import Part, StreamResponse, Task, TaskState
 
 __all__ = ["MEMO", "RemoteExecutor", "flag"]
+
+log = logging.getLogger("a2a_hub.agents")
 
 #: Metadata key of the remote ids on the local agent's messages.
 MEMO = "a2a-hub/remote"
@@ -75,6 +91,9 @@ class RemoteExecutor(AgentExecutor):
         connect_timeout: float | str = 10.0,
         timeout: float | str = 300.0,
         streaming: bool | str = "auto",
+        card_signature: str = "off",
+        card_keys: str | None = None,
+        card_refresh: float | str = 300.0,
         links: HubLinks | None = None,
         **unknown: Any,
     ) -> None:
@@ -85,6 +104,9 @@ class RemoteExecutor(AgentExecutor):
         self.timeout = float(timeout)
         if self.timeout <= 0 or float(connect_timeout) <= 0:
             raise ValueError("timeout and connect_timeout must be positive numbers of seconds")
+        links = links or HubLinks()
+        self.links = links
+        self.card_check = CardCheck(card_signature, card_keys)
         self.peer = RemotePeer(
             url,
             headers=headers,
@@ -93,6 +115,10 @@ class RemoteExecutor(AgentExecutor):
             transport=transport or None,
             connect_timeout=float(connect_timeout),
             streaming=flag(streaming),
+            policy=links.outbound,
+            trusted=links.configured,
+            card_check=self.card_check,
+            card_refresh=float(card_refresh),
         )
         self.description = f"Forwards every message to the A2A agent at {self.peer.url}."
         #: local task id → remote task id, while a turn runs (for cancel)
@@ -113,6 +139,11 @@ class RemoteExecutor(AgentExecutor):
         message = user_message(
             list(ctx.message.parts), context_id=memo.get("contextId"), task_id=remote_task
         )
+        try:
+            message = with_hop(message, ctx, f"the remote agent at {url}")
+        except CallDepthError as exc:
+            await updater.fail(str(exc))
+            return
         await updater.start()
         self._running[ctx.task_id] = remote_task
         forwarded: set[str] = set()
@@ -188,6 +219,30 @@ class RemoteExecutor(AgentExecutor):
             return
         answer = updater.message(parts or [Part(text=outcome.text or "(no answer)")])
         await updater.complete(stamp(answer, MEMO, memo))
+
+    async def admit(self) -> None:
+        """The checks of registration: the URL passes the outbound policy (unless the
+        operator wrote it), and a card that can be fetched passes ``card_signature``.
+        Raises ``ValueError`` saying why, in one line.  A remote that cannot be reached now
+        is not refused: connecting checks it again."""
+        peer = self.peer
+        policy = self.links.outbound
+        if policy is not None and not self.links.configured:
+            await policy.check_url(peer.url, "remote agent URL")
+        if not self.card_check.active:
+            return
+        async with guarded_http(
+            policy, trusted=peer.trusted, what="remote agent URL", timeout=peer.connect_timeout
+        ) as http:
+            headers = A2AClient.auth_headers(peer.headers, api_key=peer.api_key, bearer=peer.bearer)
+            try:
+                await fetch_card(http, peer.url, headers, self.card_check)
+            except CardRefusedError as exc:
+                raise ValueError(f"refused the remote agent at {peer.url}: {exc}") from None
+            except A2AError as exc:
+                log.warning(
+                    "the card of the remote agent at %s is checked later: %s", peer.url, exc
+                )
 
     async def _cancel_remote(self, task_id: str) -> None:
         remote = self._running.get(task_id)

@@ -157,17 +157,36 @@ def card(
     api_key: ApiKey = None,
     bearer: Bearer = None,
     header: Headers = None,
+    card_signature: Annotated[
+        str,
+        typer.Option(
+            "--card-signature",
+            metavar="POLICY",
+            help="Check the card's signature: off, verify-if-present or require.",
+        ),
+    ] = "off",
+    card_keys: Annotated[
+        str | None,
+        typer.Option("--card-keys", metavar="JWKS", help="The trusted keys: a JWKS URL or file."),
+    ] = None,
 ) -> None:
-    """Show the agent card at URL (a base URL or the card's own URL)."""
+    """Show the agent card at URL (a base URL or the card's own URL); with
+    --card-signature, check its signature first (exit 1 saying why when it fails)."""
     from a2a_hub._render import print_card
     from a2a_hub.client import A2AClient, fetch_card
+    from a2a_hub.client.card_signature import CardCheck
+
+    try:
+        check = CardCheck(card_signature, card_keys)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
     async def work() -> None:
         import httpx
 
         headers = A2AClient.auth_headers(_headers(header), api_key=api_key, bearer=bearer)
         async with httpx.AsyncClient(timeout=30) as http:
-            found, _ = await fetch_card(http, url, headers)
+            found, _ = await fetch_card(http, url, headers, check)
         show(found, as_json, lambda: print_card(console, found))
 
     _run(work)

@@ -97,9 +97,13 @@ def serve(
     sock = listen(server.host, server.port)
     try:
         check_store(store.url)
+        asyncio.run(hub.admit_configured())  # e.g. a remote card failing its signature check
     except KeyboardInterrupt:
         sock.close()
         raise typer.Exit(130) from None
+    except SettingsError as exc:
+        sock.close()
+        fail(str(exc), 2)
     configure_logging(server.log_level, server.log_format)
     base = f"http://{_url_host(server.host)}:{server.port}"
     say = err_console.print

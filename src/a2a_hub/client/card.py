@@ -7,10 +7,11 @@ from typing import Any
 import httpx
 import msgspec
 
+from a2a_hub.client.card_signature import CardCheck, CardSignatureError
 from a2a_hub.protocol.errors import A2AError, InvalidAgentResponseError
 from a2a_hub.protocol.types import AgentCard
 
-__all__ = ["CARD_PATH", "LEGACY_CARD_PATH", "fetch_card", "parse_card"]
+__all__ = ["CARD_PATH", "LEGACY_CARD_PATH", "CardRefusedError", "fetch_card", "parse_card"]
 
 CARD_PATH = "/.well-known/agent-card.json"
 LEGACY_CARD_PATH = "/.well-known/agent.json"
@@ -85,20 +86,30 @@ def parse_card(data: Any, source: str = "card") -> AgentCard:
         raise InvalidAgentResponseError(f"{source} is not a valid agent card: {exc}") from None
 
 
+class CardRefusedError(A2AError):
+    """A card that failed its signature check (:class:`CardCheck`); one line saying why."""
+
+
 async def fetch_card(
-    http: httpx.AsyncClient, url: str, headers: dict[str, str] | None = None
+    http: httpx.AsyncClient,
+    url: str,
+    headers: dict[str, str] | None = None,
+    check: CardCheck | None = None,
 ) -> tuple[AgentCard, str]:
     """Fetch the card of the agent at ``url`` (a base URL or the card's own URL).
 
-    Tries ``/.well-known/agent-card.json`` then the 0.1 ``/.well-known/agent.json``.
-    Returns the card and the URL it came from.
+    Tries ``/.well-known/agent-card.json`` then the 0.1 ``/.well-known/agent.json``,
+    following redirects (through ``http``'s transport, which may check each hop: see
+    :mod:`a2a_hub.netpolicy`).  ``check`` verifies the card's signature as served, before
+    it is read (:class:`CardRefusedError` when it fails).  Returns the card and the URL it
+    came from.
     """
     base = url.rstrip("/")
     candidates = [url] if base.endswith(".json") else [base + CARD_PATH, base + LEGACY_CARD_PATH]
     last_error = ""
     for candidate in candidates:
         try:
-            response = await http.get(candidate, headers=headers)
+            response = await http.get(candidate, headers=headers, follow_redirects=True)
         except httpx.HTTPError as exc:
             raise A2AError(f"cannot reach {candidate}: {exc or type(exc).__name__}") from None
         if response.status_code == 200:
@@ -106,6 +117,11 @@ async def fetch_card(
                 data = response.json()
             except ValueError:
                 raise InvalidAgentResponseError(f"{candidate} did not return JSON") from None
+            if check is not None:
+                try:
+                    await check.verify(data, candidate, http)
+                except CardSignatureError as exc:
+                    raise CardRefusedError(str(exc)) from None
             return parse_card(data, candidate), candidate
         last_error = f"{candidate} answered HTTP {response.status_code}"
     raise A2AError(f"no agent card found at {url}: {last_error}")

@@ -12,6 +12,7 @@ import msgspec
 
 from a2a_hub._backoff import Backoff
 from a2a_hub.client.card import fetch_card
+from a2a_hub.client.card_signature import CardCheck
 from a2a_hub.client.transports import (
     JsonRpc01Transport,
     JsonRpc03Transport,
@@ -133,13 +134,15 @@ class A2AClient:
         bearer: str | None = None,
         http_timeout: float = 60.0,
         retry: RetryPolicy | None = None,
+        card_check: CardCheck | None = None,
     ) -> A2AClient:
-        """Fetch the agent card at ``url`` and pick the interface to use."""
+        """Fetch the agent card at ``url`` (its signature checked by ``card_check``) and
+        pick the interface to use."""
         all_headers = cls.auth_headers(headers, api_key=api_key, bearer=bearer)
         owns = http is None
         client = http or httpx.AsyncClient(timeout=httpx.Timeout(http_timeout, read=None))
         try:
-            card, _ = await fetch_card(client, url, all_headers)
+            card, _ = await fetch_card(client, url, all_headers, card_check)
             chosen = _choose(card, transport)
             kind = TRANSPORTS[chosen[0]][2]
             return cls(

@@ -53,7 +53,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from a2a_hub.agents.loader import build_executor
+from a2a_hub.agents.loader import admit, build_executor
 from a2a_hub.protocol import fieldnames
 from a2a_hub.protocol.errors import (
     A2AError,
@@ -67,6 +67,7 @@ from a2a_hub.protocol.errors import (
 )
 from a2a_hub.protocol.types import TaskState
 from a2a_hub.registry import McpServer, Registry, RegistryError, UnknownEntryError, parse_duration
+from a2a_hub.server.admin_guard import check_agent, check_mcp_server
 from a2a_hub.server.caller import caller_of
 from a2a_hub.server.errors import JSON, WWW_AUTHENTICATE, protocol_error, rest_error
 from a2a_hub.server.http import hub_of
@@ -167,15 +168,20 @@ def _agent_json(spec: AgentSpec, hub: Hub) -> dict[str, Any]:
 async def _save_agent(hub: Hub, registry: Registry, spec: AgentSpec) -> None:
     """Store an agent in the registry and host it here at once (other instances follow
     the registry); its executor is built once, first: what no instance could host is
-    refused (SettingsError: 400) before anything is stored."""
+    refused (SettingsError: 400) before anything is stored, and so is what the admin API
+    may not name (:mod:`a2a_hub.server.admin_guard`), a URL the outbound policy refuses, a
+    remote card that fails its signature check, and an agent cycle."""
     if not spec.id or "/" in spec.id:
         raise InvalidParamsError(f"agent id {spec.id!r} must be non-empty and contain no '/'")
     hosted = hub.agents.get(spec.id)
     if hosted is not None and hosted.spec == spec:  # hosted as it is: nothing to build
         await registry.put_agent(spec)
     else:
+        await check_agent(spec, hub.settings.auth, hub.outbound)
         executor = build_executor(spec, links=hub.links)
         try:
+            await admit(spec, executor)
+            hub.check_cycle(spec.id, executor)
             await registry.put_agent(spec)
         except BaseException:
             await executor.close()
@@ -418,6 +424,7 @@ async def create_mcp(request: Request, hub: Hub, registry: Registry) -> Any:
     server: McpServer = await _body(request, McpServer)
     if await registry.get_mcp_server(server.name) is not None:
         raise InvalidParamsError(f"MCP server {server.name!r} exists; use PUT to replace it")
+    await check_mcp_server(server, hub.settings.auth, hub.outbound)
     await registry.put_mcp_server(server)
     return _json(msgspec.to_builtins(server), 201)
 
@@ -440,6 +447,7 @@ async def put_mcp(request: Request, hub: Hub, registry: Registry) -> Any:
         server = msgspec.convert(body, McpServer)
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(f"bad MCP server: {exc}") from None
+    await check_mcp_server(server, hub.settings.auth, hub.outbound)
     await registry.put_mcp_server(server)
     return msgspec.to_builtins(server)
 

@@ -53,7 +53,12 @@ __all__ = [
     "key_of",
 ]
 
-_PUBLIC_SUFFIXES = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+#: Served without a key: the public card, and the public keys that sign it (and push).
+_PUBLIC_SUFFIXES = (
+    "/.well-known/agent-card.json",
+    "/.well-known/agent.json",
+    "/.well-known/jwks.json",
+)
 _CHAT_FILES = ("/chat/chat.js", "/chat/chat.css")
 
 

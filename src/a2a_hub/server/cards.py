@@ -6,6 +6,16 @@ all, while 1.0 clients ignore fields they do not know.  A deployment that wants 
 1.0 card turns them off with the setting ``card_v03_fields = false``
 (``A2A_HUB_CARD_V03_FIELDS=false``); 0.3 clients then need a 1.0-aware card resolver.
 
+Signatures (spec section 8.4): the 1.0 card (the one 0.3 clients read too) and the
+extended card carry ``signatures``: one JWS with a detached payload, signed with the
+hub's current signing key (the push notification keys: Ed25519, ``EdDSA``, rotating
+with them), its protected header naming the key (``kid``) and the JWKS that lists it
+(``jku``: the agent's ``/.well-known/jwks.json``).  The payload is the RFC 8785 form of
+the card as a 1.0 reader parses it (:func:`a2a_hub.client.card_signature.v10_form`: the
+0.3 fields and empty values left out), which is what the a2a-sdk's verifier checks.
+An encoded card is cached per base URL and signing key, so it is signed again when it
+changes or the key rotates.  The 0.1 card has no ``signatures`` field and is not signed.
+
 Caching (spec section 8.6): ``Cache-Control``, a weak ``ETag`` (hash of the body) and
 ``Last-Modified`` (when the agent's card last changed in this process: start-up, or the
 gRPC port being bound).  ``If-None-Match`` is honoured, else ``If-Modified-Since``.
@@ -13,16 +23,18 @@ gRPC port being bound).  ``If-None-Match`` is honoured, else ``If-Modified-Since
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Mapping
 from email.utils import formatdate, parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from a2a_hub.client.card_signature import canonical, v10_form
 from a2a_hub.engine.caller import Caller
 from a2a_hub.protocol import v01
 from a2a_hub.protocol.errors import InvalidParamsError, UnauthenticatedError
@@ -41,6 +53,9 @@ from a2a_hub.server.errors import JSON, protocol_endpoint
 from a2a_hub.server.http import agent_of, base_url, hub_of
 from a2a_hub.server.hub import HostedAgent
 
+if TYPE_CHECKING:
+    from a2a_hub.push.signing import SigningKey
+
 __all__ = [
     "CARD_CACHE_CONTROL",
     "agent_card",
@@ -52,6 +67,7 @@ __all__ = [
     "legacy_agent_card",
     "legacy_card_bytes",
     "not_modified",
+    "sign_card",
 ]
 
 CARD_CACHE_CONTROL = "public, max-age=300"
@@ -130,9 +146,22 @@ _SCHEMES_10 = {
         )
     ),
 }
+#: The 0.3 fields of the same schemes.  They say exactly what the 1.0 fields say
+#: (description and scheme included): a 1.0 reader that maps 0.3 fields when it sees
+#: ``type`` (the a2a-sdk's) then reads the same card as one that does not, which keeps
+#: the card's signature valid for both.
 _SCHEMES_03: dict[str, dict[str, Any]] = {
-    "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
-    "bearer": {"type": "http", "scheme": "bearer"},
+    "apiKey": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-API-Key",
+        "description": "An a2a-hub API key (a2ah_...)",
+    },
+    "bearer": {
+        "type": "http",
+        "scheme": "Bearer",
+        "description": "An a2a-hub API key (a2ah_...) as a bearer token",
+    },
 }
 
 
@@ -166,24 +195,62 @@ def _remember(agent: HostedAgent, key: str, body: bytes) -> tuple[bytes, str]:
     return entry
 
 
-def _card_json(card: AgentCard, secured: bool, extended: bool) -> Any:
-    if not secured and not extended:
-        return card
+def _card_json(
+    card: AgentCard, secured: bool, extended: bool, key: SigningKey | None = None
+) -> Any:
     body: dict[str, Any] = secure_card(card) if secured else msgspec.to_builtins(card)
     if extended:  # the 0.3 name of capabilities.extendedAgentCard
         body["supportsAuthenticatedExtendedCard"] = True
+    if key is not None:
+        sign_card(body, key, _jwks_url(card))
     return body
 
 
-def card_bytes(agent: HostedAgent, base_url: str, secured: bool = False) -> tuple[bytes, str]:
-    """Encoded 1.0 card and its ETag, cached per base URL; ``secured``: the agent requires
-    API keys (the card lists the schemes, see :func:`secure_card`)."""
-    key = f"1.0 {secured:d} {base_url}"
-    cached = agent.cards.get(key)
+def _jwks_url(card: AgentCard) -> str:
+    """The JWKS beside the card: under the agent's URL (its first interface's)."""
+    return card.supported_interfaces[0].url.rstrip("/") + "/.well-known/jwks.json"
+
+
+def sign_card(body: dict[str, Any], key: SigningKey, jku: str) -> dict[str, Any]:
+    """Add ``signatures`` to the card ``body``: one JWS (``EdDSA``, detached payload: the
+    RFC 8785 form of :func:`~a2a_hub.client.card_signature.v10_form`) by ``key``."""
+    body.pop("signatures", None)
+    digest = hashlib.sha256(_enc.encode(body)).digest()
+    cached = _SIGNED.get((key.kid, jku, digest))
+    if cached is None:  # canonical JSON and Ed25519 cost ~0.3 ms: once per content and key
+        header = {"alg": "EdDSA", "kid": key.kid, "jku": jku, "typ": "JOSE"}
+        protected = _b64(canonical(header))
+        signing_input = protected.encode() + b"." + _b64(canonical(v10_form(body))).encode()
+        cached = {"protected": protected, "signature": _b64(key.private.sign(signing_input))}
+        if len(_SIGNED) >= 256:
+            _SIGNED.clear()
+        _SIGNED[(key.kid, jku, digest)] = cached
+    body["signatures"] = [dict(cached)]
+    return body
+
+
+#: Signatures by (key id, JWKS URL, SHA-256 of the card's JSON): the extended card, built
+#: per request, is signed once per content.
+_SIGNED: dict[tuple[str, str, bytes], dict[str, str]] = {}
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def card_bytes(
+    agent: HostedAgent, base_url: str, secured: bool = False, key: SigningKey | None = None
+) -> tuple[bytes, str]:
+    """Encoded 1.0 card and its ETag, cached per base URL and signing key; ``secured``: the
+    agent requires API keys (the card lists the schemes, see :func:`secure_card`);
+    ``key``: the key signing it (``None``: unsigned)."""
+    cache_key = f"1.0 {secured:d} {key.kid if key else '-'} {base_url}"
+    cached = agent.cards.get(cache_key)
     if cached is None:
         card = build_card(agent, base_url)
-        body = _enc.encode(_card_json(card, secured, agent.spec.extended_skills is not None))
-        cached = _remember(agent, key, body)
+        extended = agent.spec.extended_skills is not None
+        body = _enc.encode(_card_json(card, secured, extended, key))
+        cached = _remember(agent, cache_key, body)
     return cached
 
 
@@ -206,7 +273,7 @@ def extended_card_body(request: Request, agent: HostedAgent, caller: Caller) -> 
         card.skills = [*card.skills, *(msgspec.convert(s, AgentSkill) for s in extra)]
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(f"agent {agent.id!r}: bad extended_skills: {exc}") from None
-    return _card_json(card, hub.auth.requires_key(agent.id), True)
+    return _card_json(card, hub.auth.requires_key(agent.id), True, hub.signing_keys.current)
 
 
 def legacy_card_bytes(
@@ -256,7 +323,9 @@ async def _serve(request: Request, legacy: bool) -> Response:
     url = base_url(request, hub, None if aliased else agent)
     secured = hub.auth.requires_key(agent.id)
     body, etag = (
-        legacy_card_bytes(agent, url, secured) if legacy else card_bytes(agent, url, secured)
+        legacy_card_bytes(agent, url, secured)
+        if legacy
+        else card_bytes(agent, url, secured, hub.signing_keys.current)
     )
     headers = card_headers(agent, etag)
     if not_modified(request.headers, etag, agent.card_modified):

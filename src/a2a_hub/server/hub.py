@@ -16,17 +16,21 @@ and :meth:`Hub.close` without an app.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
+from a2a_hub.agents.hops import cycle_through
 from a2a_hub.agents.links import HubLinks
-from a2a_hub.agents.loader import build_executor
+from a2a_hub.agents.loader import admit, build_executor, callees
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.engine import TaskEngine
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.llm import set_default_settings
 from a2a_hub.llm.served import ServedModels, set_local_root
+from a2a_hub.netpolicy import OutboundPolicy
 from a2a_hub.protocol.errors import AgentNotFoundError
 from a2a_hub.protocol.types import Message, Task
 from a2a_hub.push.dispatcher import Dispatcher, push_backoff
@@ -40,7 +44,7 @@ from a2a_hub.server.auth import Authenticator, KeyPolicy
 from a2a_hub.server.hosted import HostedAgent
 from a2a_hub.server.lifecycle import Service, closing, opened, run_services, started
 from a2a_hub.server.retiring import Retiring
-from a2a_hub.settings import AgentSpec, Settings
+from a2a_hub.settings import AgentSpec, Settings, SettingsError
 from a2a_hub.stores import open_store
 from a2a_hub.stores.base import Store
 from a2a_hub.tools.mcp import close_mcp_sessions
@@ -90,8 +94,12 @@ class Hub:
         set_local_root(f"http://{f'[{host}]' if ':' in host else host}:{settings.server.port}")
         self.store = store if store is not None else open_store(settings.store.url)
         self.cluster = Cluster(self.store, orphan_timeout=settings.store.orphan_timeout)
-        #: Which webhook URLs push notifications may go to (``push_allow_hosts``).
-        self.webhooks = WebhookPolicy.from_setting(settings.push.allow_hosts)
+        allow = (settings.server.outbound_allow_hosts, settings.push.allow_hosts)
+        #: The outbound address policy of every call the hub makes (``outbound_allow_hosts``,
+        #: joined with its older name ``push_allow_hosts``): see :mod:`a2a_hub.netpolicy`.
+        self.outbound = OutboundPolicy.from_setting(*allow)
+        #: The same policy for webhooks, which must also be https (unless allow-listed).
+        self.webhooks = WebhookPolicy.from_setting(*allow)
         #: The notification signing keys (JWKS at /.well-known/jwks.json).
         self.signing_keys = SigningKeys(self.store)
         #: Sends push notifications while the hub runs (see :meth:`services`).
@@ -123,13 +131,16 @@ class Hub:
             agent_ids=lambda: sorted(self.agents),
             conversations=self._conversation,
             store_url=settings.store.url,
+            outbound=self.outbound,
         )
+        #: The links of the agents of the operator's own configuration (their URLs trusted).
+        self.configured_links = dataclasses.replace(self.links, configured=True)
         #: Engines of replaced or removed agents whose running tasks have not ended yet.
         self._retiring = Retiring(self.cluster)
         self._hooks: list[EngineHook] = []
         self._stack: contextlib.AsyncExitStack | None = None
         for spec in settings.agents:
-            self.add(spec, executors.get(spec.id))
+            self.add(spec, executors.get(spec.id), configured=True)
 
     # --- the table --------------------------------------------------------------------
 
@@ -189,7 +200,62 @@ class Hub:
             return None
         return found[1]
 
-    def add(self, spec: AgentSpec, executor: AgentExecutor | None = None) -> HostedAgent:
+    def local_agent_of(self, url: str) -> str | None:
+        """The id of the agent of this hub that ``url`` names (``…/a2a/{id}`` at this hub's
+        public URL, or at its port on a local address), else ``None``."""
+        try:
+            parts = urlsplit(url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            return None
+        host = (parts.hostname or "").lower()
+        server = self.settings.server
+        ours = host in {server.host.lower(), "localhost", "127.0.0.1", "::1", "0.0.0.0"} and (
+            port == server.port
+        )
+        if server.public_url:
+            public = urlsplit(server.public_url)
+            ours = ours or (
+                host == (public.hostname or "").lower()
+                and port == (public.port or (443 if public.scheme == "https" else 80))
+            )
+        if not ours:
+            return None
+        path = parts.path.strip("/").split("/")
+        if len(path) >= 2 and path[0] == "a2a":
+            return path[1]
+        return self.default_agent_id if path == [""] else None
+
+    def check_cycle(self, agent_id: str, executor: AgentExecutor) -> None:
+        """Refuse (:class:`SettingsError`) an agent whose calls lead back to itself through
+        the hub's agents (see :mod:`a2a_hub.agents.hops`)."""
+
+        def calls(node: str) -> list[str]:
+            hosted = self.agents.get(node)
+            found = executor if node == agent_id else hosted.executor if hosted else None
+            return callees(found, self.local_agent_of) if found is not None else []
+
+        cycle = cycle_through(agent_id, calls)
+        if cycle is not None:
+            raise SettingsError(
+                f"agent {agent_id!r} would call itself: {' -> '.join(cycle)} "
+                "(agents that call each other in a cycle are refused)"
+            )
+
+    async def admit_configured(self) -> None:
+        """The registration checks of the configured agents (:func:`admit`: a remote card's
+        signature), which ``a2a-hub serve`` runs before serving; :class:`SettingsError`
+        names the first agent refused and why."""
+        for agent in list(self.agents.values()):
+            await admit(agent.spec, agent.executor)
+
+    def add(
+        self,
+        spec: AgentSpec,
+        executor: AgentExecutor | None = None,
+        *,
+        configured: bool = False,
+    ) -> HostedAgent:
         """Host an agent (its executor built from ``spec`` unless given), serving at once.
 
         An agent with the same id is replaced: requests from now on reach the new
@@ -198,11 +264,16 @@ class Hub:
         the cluster of instances sharing the store, the running services take it
         (:meth:`watch`: push delivery, the conversation recorder), and a running gRPC
         binding serves the agent too (its card lists it).  ``settings`` is not changed.
+        ``configured``: the agent comes from the operator's own configuration (the URLs
+        of its options pass the outbound policy).  An agent that would call itself through
+        the hub's agents is refused (:meth:`check_cycle`).
         """
         if not spec.id or "/" in spec.id:
             raise ValueError(f"agent id {spec.id!r} must be non-empty and contain no '/'")
         if executor is None:
-            executor = build_executor(spec, links=self.links)
+            links = self.configured_links if configured else self.links
+            executor = build_executor(spec, links=links)
+        self.check_cycle(spec.id, executor)
         old = self.agents.get(spec.id)
         if old is not None:
             self._retiring.retire(old.engine)

@@ -160,6 +160,14 @@ class ServerSettings(Section):
             metavar="HOST",
         ),
     ] = msgspec.field(default_factory=list)
+    outbound_allow_hosts: Annotated[
+        list[str],
+        setting(
+            "Hosts or CIDRs the hub may call although local or private (push webhooks, "
+            "remote agents, MCP over HTTP, card fetches and redirects; repeatable).",
+            metavar="HOST",
+        ),
+    ] = msgspec.field(default_factory=list)
     cors_origins: Annotated[
         list[str],
         setting(
@@ -296,7 +304,8 @@ class PushSettings(Section):
     allow_hosts: Annotated[
         str,
         setting(
-            "Hosts or CIDRs webhooks may reach although local or private, over http too.",
+            "Older name of outbound_allow_hosts (joined to it); webhooks to these hosts "
+            "may use http too.",
             metavar="HOSTS",
         ),
     ] = ""
@@ -378,6 +387,24 @@ class AuthSettings(Section):
             metavar="SECONDS",
         ),
     ] = 1.0
+    admin_allow_commands: Annotated[
+        list[str],
+        setting(
+            "Commands the admin API may name for MCP stdio servers (inline ones of agents "
+            "too); none by default: an admin key is not a shell on the host.",
+            key="admin_allow_commands",
+            metavar="COMMAND",
+        ),
+    ] = msgspec.field(default_factory=list)
+    admin_allow_modules: Annotated[
+        list[str],
+        setting(
+            "Modules (or packages, 'pkg.*' for all below) whose classes the admin API may "
+            "name as executors of 'python' agents; none by default.",
+            key="admin_allow_modules",
+            metavar="MODULE",
+        ),
+    ] = msgspec.field(default_factory=list)
     conversation_retention: Annotated[
         float,
         setting(

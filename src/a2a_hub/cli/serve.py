@@ -25,6 +25,7 @@ import typer
 
 from a2a_hub.cli._options import setting_options
 from a2a_hub.cli._output import err_console, escape, fail
+from a2a_hub.cli.worker import check_executor
 from a2a_hub.settings import CONFIG_ENV, SettingsError, load_settings
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ def serve(
     sock = listen(server.host, server.port)
     try:
         check_store(store.url)
+        check_executor(settings)  # a worker tier's Temporal (fails fast when unreachable)
     except KeyboardInterrupt:
         sock.close()
         raise typer.Exit(130) from None
@@ -117,6 +119,10 @@ def serve(
         say(f"  API keys required by: {escape(locked)}", highlight=False)
     if hub.default_agent_id:
         say(f"  default agent at {base}/ : {escape(hub.default_agent_id)}", highlight=False)
+    if hub.turns is not None:
+        say(
+            f"  API node: agents run on workers via {escape(hub.turns.target.url)}", highlight=False
+        )
     if server.grpc_port is not None:
         say(
             f"  gRPC (A2A 1.0) at {escape(server.host)}:{server.grpc_port}, tenant = agent id",

@@ -43,9 +43,11 @@ from a2a_hub.settings import AgentSpec, Settings
 from a2a_hub.stores import open_store
 from a2a_hub.stores.base import Store
 from a2a_hub.tools.mcp import close_mcp_sessions
+from a2a_hub.workers import parse_executor
 
 if TYPE_CHECKING:  # the gRPC binding is an optional extra (grpcio), imported when started
     from a2a_hub.server.grpc import GrpcServer
+    from a2a_hub.workers.client import TemporalTurns  # the temporal extra (temporalio)
 
 log = logging.getLogger("a2a_hub.server")
 
@@ -70,6 +72,7 @@ class Hub:
         *,
         store: Store | None = None,
         executors: dict[str, AgentExecutor] | None = None,
+        worker: bool = False,
     ) -> None:
         executors = executors or {}
         unknown = sorted(set(executors) - {spec.id for spec in settings.agents})
@@ -83,6 +86,15 @@ class Hub:
         set_default_settings(settings.llm)
         self.store = store if store is not None else open_store(settings.store.url)
         self.cluster = Cluster(self.store, orphan_timeout=settings.store.orphan_timeout)
+        #: An API node's worker tier (``executor = temporal://…``): the engines queue their
+        #: turns there instead of running them.  ``worker``: this hub is ``a2a-hub worker``'s,
+        #: which runs them (its engines run what they are given).
+        self.turns: TemporalTurns | None = None
+        target = parse_executor(settings.server.executor)
+        if target is not None and not worker:
+            from a2a_hub.workers.client import TemporalTurns  # the temporal extra
+
+            self.turns = TemporalTurns(target, lambda: [a.spec for a in self.agents.values()])
         #: Which webhook URLs push notifications may go to (``push_allow_hosts``).
         self.webhooks = WebhookPolicy.from_setting(settings.push.allow_hosts)
         #: The notification signing keys (JWKS at /.well-known/jwks.json).
@@ -200,6 +212,7 @@ class Hub:
         if old is not None:
             self._retiring.retire(old.engine)
         engine = TaskEngine(spec.id, executor, self.store, cluster=self.cluster)
+        engine.dispatch = self.turns
         agent = self.agents[spec.id] = HostedAgent(
             spec,
             executor,
@@ -259,6 +272,8 @@ class Hub:
         if registry is not None:  # after the store: it may share the store's engine
             found.append(opened(registry))
         found += [started(self.cluster), self.signing_keys, self._pushing()]
+        if self.turns is not None:
+            found.append(self.turns)
         if registry is not None:
             found.append(ConversationRecorders(registry, self.watch))
         found += [closing(close_mcp_sessions), closing(self._close_engines)]

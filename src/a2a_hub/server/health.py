@@ -2,9 +2,9 @@
 answer), ``/version``.
 
 ``/readyz`` asks the store and its coordinator (leases, signals), and on an API node of a
-worker tier Temporal, one cheap question each, all at once, with a short timeout; it answers 200 when every part
-answered and 503 naming each part that did not (and why) otherwise.  Put it
-behind the load balancer's health check; ``/healthz`` is for liveness probes
+worker tier Temporal, one cheap question each, all at once, with a short timeout; it
+answers 200 when every part answered and 503 naming each part that did not (and why)
+otherwise.  Put it behind the load balancer's health check; ``/healthz`` is for liveness probes
 (restarting a process whose store is down would not help).
 """
 

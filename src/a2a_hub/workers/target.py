@@ -86,7 +86,7 @@ def parse_executor(url: str) -> ExecutorTarget | None:
     )
 
 
-async def connect(target: ExecutorTarget, timeout: float = CONNECT_TIMEOUT) -> Client:
+async def connect(target: ExecutorTarget, within: float = CONNECT_TIMEOUT) -> Client:
     """A client of the target's namespace, checked with one call; unreachable:
     :class:`ExecutorUnavailableError` naming the address."""
     try:
@@ -96,12 +96,12 @@ async def connect(target: ExecutorTarget, timeout: float = CONNECT_TIMEOUT) -> C
             "--executor temporal://… needs the temporal extra: pip install 'a2a-hub[temporal]'"
         ) from None
     try:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(within):
             client = await Client.connect(target.address, namespace=target.namespace)
             await client.service_client.check_health()
     except TimeoutError:
         raise ExecutorUnavailableError(
-            f"Temporal at {target.address} did not answer within {timeout:g} s"
+            f"Temporal at {target.address} did not answer within {within:g} s"
         ) from None
     except Exception as exc:
         raise ExecutorUnavailableError(

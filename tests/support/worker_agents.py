@@ -39,7 +39,11 @@ class Paced(AgentExecutor):
         for i in range(self.ticks):
             await asyncio.sleep(self.interval)
             await updater.artifact(
-                f"tick {i} ", name="ticks", artifact_id="ticks", append=i > 0, last_chunk=False
+                f"tick {i} pid={os.getpid()} ",
+                name="ticks",
+                artifact_id="ticks",
+                append=i > 0,
+                last_chunk=False,
             )
         if ctx.text == "ask":
             await updater.require_input(f"pid={os.getpid()}: what next?")

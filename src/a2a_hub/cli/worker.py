@@ -100,6 +100,7 @@ async def _work(hub: Any, settings: Settings, slots: int) -> None:
                 slots=slots,
             )
             async with turns:
+                err_console.print(f"a2a-hub worker {turns.identity} ready", highlight=False)
                 await stop.wait()
     except A2AError as exc:
         fail(exc.message, 1)

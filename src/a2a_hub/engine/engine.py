@@ -56,7 +56,7 @@ from a2a_hub.protocol.types import (
     TaskState,
 )
 from a2a_hub.stores.base import MessageClaim, Store, StoredTask
-from a2a_hub.stores.coordinator import PUSH_CONFIG_SIGNAL, Signal
+from a2a_hub.stores.coordinator import CANCEL_SIGNAL, PUSH_CONFIG_SIGNAL, Signal
 
 log = logging.getLogger("a2a_hub.engine")
 
@@ -490,6 +490,14 @@ class TaskEngine:
             raise TaskNotCancelableError(
                 f"Task {task_id} is already {state.label} and cannot be canceled",
                 data={"taskId": task_id, "state": state.value},
+            )
+        cluster = self.cluster
+        if cluster is not None and state.value != TaskState.SUBMITTED.value:
+            # the fast path: the worker running it hears of it at once (its cluster listens);
+            # Temporal's cancel reaches it too, with its next heartbeat, and a queued or
+            # waiting task that no worker runs
+            await cluster.coordinator.publish(
+                Signal(CANCEL_SIGNAL, self.agent_id, task_id, cluster.id)
             )
         if not await dispatch.cancel(self.agent_id, task_id):  # nobody holds it: end it here
             return await cancel_stored_task(self.store, self.agent_id, record, self.pubsub)

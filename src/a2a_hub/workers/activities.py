@@ -109,7 +109,7 @@ class Turns:
             if record is None:
                 return TaskState.FAILED.value
             task, seq, owner = record
-            if task.status.state.terminal:
+            if task.status.state.terminal or (end.only_running and task.status.state.interrupted):
                 return task.status.state.value
             try:
                 ended, event = await end_stored_task(

@@ -63,3 +63,6 @@ class EndTask:
     task_id: str
     state: str
     reason: str
+    #: Only a task still submitted or working is ended (a lost worker may have ended its
+    #: turn before it was lost: a task waiting for input then keeps waiting).
+    only_running: bool = False

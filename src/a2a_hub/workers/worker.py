@@ -56,6 +56,8 @@ class TurnWorker:
         client = await connect(self.target)
         queues = queues_of(self.target, self.specs)
         main = self.target.task_queue
+        # four heartbeats per heartbeat timeout (Temporal's default sends one per 80 % of it)
+        beat = timedelta(seconds=self.target.heartbeat_timeout / 4)
         async with contextlib.AsyncExitStack() as stack:
             workers = [
                 Worker(
@@ -67,6 +69,12 @@ class TurnWorker:
                     max_concurrent_activities=self.slots,
                     identity=self.identity,
                     graceful_shutdown_timeout=timedelta(seconds=1),
+                    max_heartbeat_throttle_interval=beat,
+                    default_heartbeat_throttle_interval=beat,
+                    # a lost worker's workflows move to another one within a heartbeat
+                    sticky_queue_schedule_to_start_timeout=timedelta(
+                        seconds=self.target.heartbeat_timeout
+                    ),
                 )
             ]
             for queue in queues:
@@ -79,6 +87,8 @@ class TurnWorker:
                             max_concurrent_activities=self.slots,
                             identity=self.identity,
                             graceful_shutdown_timeout=timedelta(seconds=1),
+                            max_heartbeat_throttle_interval=beat,
+                            default_heartbeat_throttle_interval=beat,
                         )
                     )
             for worker in workers:

@@ -42,6 +42,7 @@ NOT_WAITING = "TaskNotWaiting"
 #: How long one turn may run at most.
 TURN_LIMIT = timedelta(days=1)
 CANCELED, FAILED = "TASK_STATE_CANCELED", "TASK_STATE_FAILED"
+INPUT_REQUIRED, AUTH_REQUIRED = "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"
 
 
 @workflow.defn(name=WORKFLOW)
@@ -109,20 +110,28 @@ class TaskWorkflow:
         except (ActivityError, asyncio.CancelledError) as exc:
             if self.canceled:
                 await self._end(start, CANCELED, "Task canceled by the client")
-            else:
-                await self._end(start, FAILED, _why(exc, start))
+                return None
+            # lost or failed; but a turn may have ended (waiting for input) just before
+            now = await self._end(start, FAILED, _why(exc, start), only_running=True)
+            if now in (INPUT_REQUIRED, AUTH_REQUIRED):
+                return TurnOutcome(state=now, seq=0, terminal=False)
             return None
         finally:
             self.running, self.turn = False, None
 
-    async def _end(self, start: TaskStart, state: str, reason: str) -> str:
-        await workflow.execute_local_activity(
+    async def _end(
+        self, start: TaskStart, state: str, reason: str, *, only_running: bool = False
+    ) -> str:
+        """End the task with ``state`` unless it is terminal (or, with ``only_running``,
+        waiting for input); the state it is in then."""
+        now: str = await workflow.execute_local_activity(
             END_ACTIVITY,
-            EndTask(start.agent_id, start.task_id, state, reason),
+            EndTask(start.agent_id, start.task_id, state, reason, only_running),
+            result_type=str,
             start_to_close_timeout=timedelta(seconds=30),
             retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=5)),
         )
-        return state
+        return now
 
     @workflow.update
     async def next_message(self, seq: int) -> None:

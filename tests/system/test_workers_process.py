@@ -151,9 +151,12 @@ class Tier:
             self.workers.pop(pid).wait(10)
 
     def close(self) -> None:
+        """Stop every process of the tier, all at once (killed when one lingers)."""
         for proc in self.procs:
-            if proc.poll() is None:
-                _kill_group(proc, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            _kill_group(proc, signal.SIGTERM)
 
     # --- client calls -----------------------------------------------------------------
 
@@ -385,6 +388,7 @@ def test_worker_lost_mid_turn_resumes_on_another_fenced(workers: Tier) -> None:
     assert f"pid={lost}" in " ".join(texts[:note])
 
 
+@pytest.mark.timeout(240)
 def test_200_tasks_queued_without_workers_all_complete_once(tier: Tier) -> None:
     """Its agent's queue has no worker until the 200 tasks are queued."""
     context = uuid.uuid4().hex

@@ -25,8 +25,7 @@ import typer
 
 from a2a_hub.cli._options import setting_options
 from a2a_hub.cli._output import err_console, escape, fail
-from a2a_hub.cli.worker import check_executor
-from a2a_hub.settings import CONFIG_ENV, SettingsError, load_settings
+from a2a_hub.settings import CONFIG_ENV, Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -207,6 +206,30 @@ def check_store(url: str) -> None:
         fail(message, 1)
     finally:
         outage_log.disabled = was
+
+
+def check_executor(settings: Settings) -> None:
+    """Connect to the settings' Temporal once (nothing for ``inprocess``); on failure one
+    line and exit 1."""
+    from a2a_hub.protocol.errors import A2AError
+    from a2a_hub.workers import connect, parse_executor
+
+    try:
+        target = parse_executor(settings.server.executor)
+    except SettingsError as exc:
+        fail(str(exc), 2)
+    if target is None:
+        return
+
+    async def probe() -> None:
+        await connect(target)
+
+    try:
+        asyncio.run(probe())
+    except SettingsError as exc:
+        fail(str(exc), 2)
+    except A2AError as exc:
+        fail(f"{exc.message} (--executor {target.url})", 1)
 
 
 class _QuietCancellations(logging.Filter):

@@ -21,7 +21,7 @@ from a2a_hub.cli._options import setting_options
 from a2a_hub.cli._output import err_console, escape, fail
 from a2a_hub.settings import CONFIG_ENV, Settings, SettingsError, load_settings
 
-__all__ = ["check_executor", "worker"]
+__all__ = ["worker"]
 
 
 @setting_options
@@ -46,7 +46,7 @@ def worker(
     """Run the agents of a worker tier: turns queued on Temporal by the API nodes
     (a2a-hub serve --executor temporal://…), at most --slots at a time."""
     from a2a_hub._logging import configure_logging
-    from a2a_hub.cli.serve import check_store, use_app_dir
+    from a2a_hub.cli.serve import check_executor, check_store, use_app_dir
     from a2a_hub.server import Hub
     from a2a_hub.workers import parse_executor
 
@@ -104,27 +104,3 @@ async def _work(hub: Any, settings: Settings, slots: int) -> None:
                 await stop.wait()
     except A2AError as exc:
         fail(exc.message, 1)
-
-
-def check_executor(settings: Settings) -> None:
-    """Connect to the settings' Temporal once (nothing for ``inprocess``); on failure one
-    line and exit 1."""
-    from a2a_hub.protocol.errors import A2AError
-    from a2a_hub.workers import connect, parse_executor
-
-    try:
-        target = parse_executor(settings.server.executor)
-    except SettingsError as exc:
-        fail(str(exc), 2)
-    if target is None:
-        return
-
-    async def probe() -> None:
-        await connect(target)
-
-    try:
-        asyncio.run(probe())
-    except SettingsError as exc:
-        fail(str(exc), 2)
-    except A2AError as exc:
-        fail(f"{exc.message} (--executor {target.url})", 1)

@@ -119,5 +119,9 @@ def queues_of(target: ExecutorTarget, specs: Sequence[AgentSpec]) -> dict[str, l
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    """The gist of a connection failure (the driver's messages nest the OS error deep)."""
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    for gist in ("Connection refused", "No route to host", "Name or service not known"):
+        if gist.lower() in text.lower():
+            return gist.lower()
+    return text if len(text) <= 160 else text[:160] + "…"

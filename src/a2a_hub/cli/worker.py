@@ -40,6 +40,16 @@ def worker(
         int,
         typer.Option("--slots", min=1, metavar="N", help="Turns this worker runs at once."),
     ] = 8,
+    health_port: Annotated[
+        int | None,
+        typer.Option(
+            "--health-port",
+            min=1,
+            max=65535,
+            metavar="PORT",
+            help="Serve /healthz, /readyz and /metrics on this port (for probes).",
+        ),
+    ] = None,
     *,
     overrides: dict[str, Any],
 ) -> None:
@@ -76,12 +86,13 @@ def worker(
         highlight=False,
     )
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_work(hub, settings, slots))
+        asyncio.run(_work(hub, settings, slots, health_port))
 
 
-async def _work(hub: Any, settings: Settings, slots: int) -> None:
+async def _work(hub: Any, settings: Settings, slots: int, health_port: int | None) -> None:
     from a2a_hub.protocol.errors import A2AError
     from a2a_hub.workers import parse_executor
+    from a2a_hub.workers.probes import Probes
     from a2a_hub.workers.worker import TurnWorker
 
     target = parse_executor(settings.server.executor)
@@ -99,7 +110,15 @@ async def _work(hub: Any, settings: Settings, slots: int) -> None:
                 hub.store,
                 slots=slots,
             )
-            async with turns:
+            async with contextlib.AsyncExitStack() as stack:
+                await stack.enter_async_context(turns)
+                if health_port is not None:
+                    checks = {
+                        "store": lambda: hub.store.get_task_record("__readyz__", "__readyz__"),
+                        "temporal": turns.check,
+                    }
+                    host = settings.server.host
+                    await stack.enter_async_context(Probes(host, health_port, checks))
                 err_console.print(f"a2a-hub worker {turns.identity} ready", highlight=False)
                 await stop.wait()
     except A2AError as exc:

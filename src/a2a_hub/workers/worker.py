@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from types import TracebackType
 
+from temporalio.client import Client
 from temporalio.worker import Worker
 
 from a2a_hub.engine.engine import TaskEngine
@@ -51,9 +52,16 @@ class TurnWorker:
         self.identity = identity or f"{socket.gethostname()}-{os.getpid()}"
         self.turns = Turns(engines, store, self.identity, target.heartbeat_timeout)
         self._stack: contextlib.AsyncExitStack | None = None
+        self._client: Client | None = None
+
+    async def check(self) -> None:
+        """One cheap call to Temporal (the worker's ``/readyz``)."""
+        if self._client is None:
+            raise ConnectionError("not connected to Temporal")
+        await self._client.service_client.check_health()
 
     async def __aenter__(self) -> TurnWorker:
-        client = await connect(self.target)
+        client = self._client = await connect(self.target)
         queues = queues_of(self.target, self.specs)
         main = self.target.task_queue
         # four heartbeats per heartbeat timeout (Temporal's default sends one per 80 % of it)

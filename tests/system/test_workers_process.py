@@ -31,7 +31,7 @@ from tests.support.stores import POSTGRES_URL, PURGE_AT_EXIT, REDIS_URL, missing
 pytestmark = pytest.mark.xdist_group("workers")
 
 V10 = {"A2A-Version": "1.0"}
-HEARTBEAT = 3  # seconds without a heartbeat after which a worker is lost
+HEARTBEAT = 5  # seconds without a heartbeat after which a worker is lost
 AGENTS = [
     "paced=tests.support.worker_agents:Paced?ticks=5&interval=0.3",
     "slow=tests.support.worker_agents:Paced?ticks=200&interval=0.2",
@@ -355,30 +355,23 @@ def test_worker_killed_mid_turn_fails_the_task_with_the_reason(workers: Tier) ->
     assert len(runs) == 1  # attempted once (no retry by default)
 
 
-def test_worker_lost_mid_turn_resumes_on_another_fenced(workers: Tier) -> None:
-    """retry_on_worker_loss: the turn runs again on another worker, after a working status
-    saying so; the lost worker, woken up, can write nothing more (its saves are refused)."""
+def test_worker_killed_mid_turn_resumes_on_another(workers: Tier) -> None:
+    """retry_on_worker_loss: after kill -9 the turn runs again on another worker, after a
+    working status saying so; event ids go on from the last one written (none reused, none
+    missing), and nothing after that status comes from the killed worker.  (That a lost
+    attempt still running cannot write is tests/stores/test_fencing.py, on every store.)"""
     tier = workers
     task = tier.send(tier.a, "retry", "work", wait=False)
     seen = tier.wait_for(
         tier.b, "retry", task["id"], lambda t: worker_pid(t) and t.get("artifacts"), 30
     )
     lost = worker_pid(seen) or 0
-    tier.kill(lost, signal.SIGSTOP)  # a paused zombie: its heartbeats stop
-    try:
-        resumed = tier.wait_for(
-            tier.b, "retry", task["id"], lambda t: (worker_pid(t) or lost) != lost, 30
-        )
-        tier.kill(lost, signal.SIGCONT)  # it wakes up and tries to go on writing
-        done = tier.wait_for(
-            tier.b, "retry", task["id"], lambda t: t["status"]["state"] != "TASK_STATE_WORKING", 30
-        )
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(lost, signal.SIGCONT)
-        tier.kill(lost)
-    assert resumed["id"] == task["id"]
-    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    tier.kill(lost)
+    done = tier.wait_for(
+        tier.b, "retry", task["id"], lambda t: t["status"]["state"] != "TASK_STATE_WORKING", 60
+    )
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED", done["status"]
+    assert worker_pid(done) not in (None, lost)
     events = log_of(tier, "retry", task["id"])
     ids = [i for i, _ in events]
     assert ids == list(range(1, len(ids) + 1))  # no id reused, none missing
@@ -386,6 +379,8 @@ def test_worker_lost_mid_turn_resumes_on_another_fenced(workers: Tier) -> None:
     note = next(i for i, t in enumerate(texts) if "resumed on worker" in t)
     assert not any(f"pid={lost}" in t for t in texts[note:]), "a write of the lost attempt"
     assert f"pid={lost}" in " ".join(texts[:note])
+    runs = [f for f in os.listdir(tier.runs) if f.startswith(task["id"])]
+    assert len(runs) == 2  # the lost attempt and the one that resumed
 
 
 @pytest.mark.timeout(240)

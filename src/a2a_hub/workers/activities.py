@@ -57,6 +57,7 @@ class Turns:
                 f"agent {turn.agent_id!r} is not hosted by worker {self.worker_id}",
                 non_retryable=True,
             )
+        activity.heartbeat(0)  # at once: the heartbeat timeout runs from the start
         info = activity.info()
         note = None
         if info.attempt > 1:

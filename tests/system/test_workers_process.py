@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -98,6 +99,8 @@ class Tier:
         self.runs.mkdir()
         self.procs: list[subprocess.Popen[bytes]] = []
         self.workers: dict[int, subprocess.Popen[bytes]] = {}
+        #: The probe server (--health-port) of each worker, by pid.
+        self.probes: dict[int, str] = {}
         self.a, self.b = self._apis(2)
 
     def _spawn(self, role: str, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
@@ -129,14 +132,16 @@ class Tier:
         """Start ``count`` workers (at once) and wait until each polls; their pids."""
         started = []
         for _ in range(count):
-            args = ["--slots", str(slots)]
+            port = free_port()
+            args = ["--slots", str(slots), "--health-port", str(port)]
             for agent in agents:
                 args += ["--agent", agent]
-            started.append(self._spawn("worker", *args))
-        for proc, log in started:
+            started.append((port, *self._spawn("worker", *args)))
+        for port, proc, log in started:
             _wait_line(log, "ready", proc)
             self.workers[proc.pid] = proc
-        return [proc.pid for proc, _ in started]
+            self.probes[proc.pid] = f"http://127.0.0.1:{port}"
+        return [proc.pid for _, proc, _ in started]
 
     def keep_workers(self, count: int = 2) -> None:
         """At least ``count`` live workers (after a test killed some)."""
@@ -322,6 +327,30 @@ def test_cancel_through_b_running_queued_and_paused(workers: Tier) -> None:
     assert events[-1][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
     again = tier.get(tier.a, "slow", running["id"])
     assert again["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_probes_and_metrics(workers: Tier) -> None:
+    """/readyz of an API node and of a worker name Temporal; a worker counts its turns and
+    their wait in the queue; an API node reports Temporal's backlog of a queue."""
+    tier = workers
+    for url in (tier.a, *tier.probes.values()):
+        ready = httpx.get(f"{url}/readyz", timeout=10)
+        assert ready.status_code == 200 and ready.json()["checks"]["temporal"] == "ok"
+    done = tier.send(tier.a, "paced", "count me")
+    pid = worker_pid(done)
+    assert pid is not None
+    text = httpx.get(f"{tier.probes[pid]}/metrics", timeout=10).text
+    assert 'a2a_worker_turns_running{agent="paced",worker="' in text
+    assert 'a2a_worker_schedule_to_start_seconds_count{agent="paced"}' in text
+    queued = tier.send(tier.a, "parked", "wait", wait=False)
+    try:
+        deadline = time.monotonic() + 30
+        backlog = re.compile(r'turns_queued\{queue="nobody-polls-this",agents="parked"\} [1-9]')
+        while not backlog.search(httpx.get(f"{tier.a}/metrics", timeout=10).text):
+            assert time.monotonic() < deadline, "no backlog of the parked queue in 30 s"
+            time.sleep(0.5)
+    finally:
+        tier.rpc(tier.b, "parked", "CancelTask", {"id": queued["id"]})
 
 
 def test_second_turn_on_another_worker_after_the_first_was_killed(workers: Tier) -> None:

@@ -207,10 +207,8 @@ class ServerSettings(Section):
     executor: Annotated[
         str,
         setting(
-            "Where the agents run: 'inprocess' (in this process), or "
-            "'temporal://HOST:PORT?namespace=NS&task_queue=Q': this instance is an API node and "
-            "the processes of 'a2a-hub worker' run the agents (pip install 'a2a-hub[temporal]'; "
-            "a shared store).",
+            "Where agents run: 'inprocess', or 'temporal://HOST:PORT?namespace=NS&task_queue=Q' "
+            "(an API node: 'a2a-hub worker' runs them; a2a-hub[temporal]).",
             metavar="URL",
         ),
     ] = "inprocess"

@@ -37,6 +37,7 @@ AGENTS = [
     "paced=tests.support.worker_agents:Paced?ticks=5&interval=0.3",
     "slow=tests.support.worker_agents:Paced?ticks=200&interval=0.2",
     "retry=tests.support.worker_agents:Paced?ticks=12&interval=0.4&retry_on_worker_loss=1",
+    "brief=tests.support.worker_agents:Paced?input_timeout=2",
 ]
 #: The agent of the burst: its own task queue, polled only by the workers that test starts.
 BURST = "burst=tests.support.worker_agents:Sleeper?seconds=0.05&task_queue={queue}-burst"
@@ -345,12 +346,23 @@ def test_probes_and_metrics(workers: Tier) -> None:
     queued = tier.send(tier.a, "parked", "wait", wait=False)
     try:
         deadline = time.monotonic() + 30
-        backlog = re.compile(r'turns_queued\{queue="nobody-polls-this",agents="parked"\} [1-9]')
+        backlog = re.compile(r'turns_queued\{[^}]*queue="nobody-polls-this"[^}]*\} [1-9]')
         while not backlog.search(httpx.get(f"{tier.a}/metrics", timeout=10).text):
             assert time.monotonic() < deadline, "no backlog of the parked queue in 30 s"
             time.sleep(0.5)
     finally:
         tier.rpc(tier.b, "parked", "CancelTask", {"id": queued["id"]})
+
+
+def test_a_task_waiting_longer_than_input_timeout_fails_saying_so(workers: Tier) -> None:
+    tier = workers
+    task = tier.send(tier.a, "brief", "ask")
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    failed = tier.wait_for(
+        tier.b, "brief", task["id"], lambda t: t["status"]["state"] != task["status"]["state"], 30
+    )
+    assert failed["status"]["state"] == "TASK_STATE_FAILED"
+    assert "no message came within input_timeout (2 s)" in str(failed["status"]["message"])
 
 
 def test_second_turn_on_another_worker_after_the_first_was_killed(workers: Tier) -> None:

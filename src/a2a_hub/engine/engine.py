@@ -492,7 +492,7 @@ class TaskEngine:
                 data={"taskId": task_id, "state": state.value},
             )
         cluster = self.cluster
-        if cluster is not None and state.value != TaskState.SUBMITTED.value:
+        if cluster is not None and state is TaskState.WORKING:
             # the fast path: the worker running it hears of it at once (its cluster listens);
             # Temporal's cancel reaches it too, with its next heartbeat, and a queued or
             # waiting task that no worker runs

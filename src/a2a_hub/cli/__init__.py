@@ -17,6 +17,7 @@ from a2a_hub.cli._options import Command, Group, env_only_help
 from a2a_hub.cli.keys import agents_app, keys_app
 from a2a_hub.cli.run import run
 from a2a_hub.cli.serve import serve
+from a2a_hub.cli.worker import worker
 
 __all__ = ["app", "main"]
 
@@ -70,6 +71,7 @@ def _root(
 
 
 app.command(cls=Command, epilog=env_only_help())(serve)
+app.command(cls=Command, epilog=env_only_help())(worker)
 for command in (client.card, client.send, client.chat):
     app.command(cls=Command)(command)
 app.add_typer(client.tasks_app, name="tasks")

@@ -25,7 +25,7 @@ import typer
 
 from a2a_hub.cli._options import setting_options
 from a2a_hub.cli._output import err_console, escape, fail
-from a2a_hub.settings import CONFIG_ENV, SettingsError, load_settings
+from a2a_hub.settings import CONFIG_ENV, Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -98,6 +98,7 @@ def serve(
     try:
         check_store(store.url)
         asyncio.run(hub.admit_configured())  # e.g. a remote card failing its signature check
+        check_executor(settings)  # a worker tier's Temporal (fails fast when unreachable)
     except KeyboardInterrupt:
         sock.close()
         raise typer.Exit(130) from None
@@ -122,6 +123,10 @@ def serve(
         say(f"  API keys required by: {escape(locked)}", highlight=False)
     if hub.default_agent_id:
         say(f"  default agent at {base}/ : {escape(hub.default_agent_id)}", highlight=False)
+    if hub.turns is not None:
+        say(
+            f"  API node: agents run on workers via {escape(hub.turns.target.url)}", highlight=False
+        )
     if server.grpc_port is not None:
         say(
             f"  gRPC (A2A 1.0) at {escape(server.host)}:{server.grpc_port}, tenant = agent id",
@@ -217,6 +222,30 @@ def check_store(url: str) -> None:
         fail(message, 1)
     finally:
         outage_log.disabled = was
+
+
+def check_executor(settings: Settings) -> None:
+    """Connect to the settings' Temporal once (nothing for ``inprocess``); on failure one
+    line and exit 1."""
+    from a2a_hub.protocol.errors import A2AError
+    from a2a_hub.workers import connect, parse_executor
+
+    try:
+        target = parse_executor(settings.server.executor)
+    except SettingsError as exc:
+        fail(str(exc), 2)
+    if target is None:
+        return
+
+    async def probe() -> None:
+        await connect(target)
+
+    try:
+        asyncio.run(probe())
+    except SettingsError as exc:
+        fail(str(exc), 2)
+    except A2AError as exc:
+        fail(f"{exc.message} (--executor {target.url})", 1)
 
 
 class _QuietCancellations(logging.Filter):

@@ -34,7 +34,14 @@ from a2a_hub.protocol.types import (
 from a2a_hub.stores.base import LogConflictError, Store, StoredTask, TaskEvent
 from a2a_hub.stores.coordinator import CANCEL_SIGNAL, Coordinator, Signal
 
-__all__ = ["Instance", "cancel_remote", "cancel_stored_task", "end_stored_task", "fail_orphan"]
+__all__ = [
+    "Instance",
+    "cancel_remote",
+    "cancel_stored_task",
+    "end_stored_task",
+    "fail_orphan",
+    "wait_until_ended",
+]
 
 log = logging.getLogger("a2a_hub.engine")
 
@@ -154,13 +161,21 @@ async def cancel_remote(
     for the task to end; ``seq`` is the last event this instance has seen."""
     coordinator = instance.coordinator
     await coordinator.publish(Signal(CANCEL_SIGNAL, agent_id, task_id, instance.id))
+    return await wait_until_ended(store, coordinator, agent_id, task_id, seq, wait)
+
+
+async def wait_until_ended(
+    store: Store, coordinator: Coordinator, agent_id: str, task_id: str, seq: int, wait: float
+) -> Task:
+    """The task once it is terminal in the store, waiting up to ``wait`` seconds for the
+    instance (or worker) running it to end it; ``seq`` is the last event seen here."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     while True:
         remaining = deadline - loop.time()
         if remaining <= 0:
             raise InternalError(
-                f"the instance running task {task_id} did not confirm the cancellation "
+                f"the instance or worker running task {task_id} did not confirm the cancellation "
                 f"within {wait:g} s; try again"
             )
         await coordinator.wait_events(agent_id, task_id, seq, min(remaining, 1.0))

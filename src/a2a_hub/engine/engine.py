@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.engine.claims import Claims, claim_key
 from a2a_hub.engine.cluster import Cluster
-from a2a_hub.engine.ending import cancel_stored_task
+from a2a_hub.engine.ending import cancel_stored_task, wait_until_ended
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.engine.flusher import Flusher
 from a2a_hub.engine.generation import stamped
@@ -39,9 +39,11 @@ from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.runs import Runs
 from a2a_hub.engine.state import trim_history
 from a2a_hub.engine.stream import TaskStream
+from a2a_hub.engine.turns import TurnDispatch, follow_turn, hand_off, turn_message
 from a2a_hub.protocol.errors import (
     InvalidParamsError,
     PermissionDeniedError,
+    TaskNotCancelableError,
     UnsupportedOperationError,
 )
 from a2a_hub.protocol.types import (
@@ -51,9 +53,10 @@ from a2a_hub.protocol.types import (
     SendMessageRequest,
     Task,
     TaskPushNotificationConfig,
+    TaskState,
 )
 from a2a_hub.stores.base import MessageClaim, Store, StoredTask
-from a2a_hub.stores.coordinator import PUSH_CONFIG_SIGNAL, Signal
+from a2a_hub.stores.coordinator import CANCEL_SIGNAL, PUSH_CONFIG_SIGNAL, Signal
 
 log = logging.getLogger("a2a_hub.engine")
 
@@ -91,6 +94,8 @@ class TaskEngine:
         self._runs.claims = self.claims
         #: The tasks' push notification configs (the hub sets ``push.check_url``).
         self.push = PushConfigs(agent_id, store)
+        #: Where the turns run when not here: an API node's worker tier (``None``: here).
+        self.dispatch: TurnDispatch | None = None
         if cluster is not None:
             cluster.engines[agent_id] = self
 
@@ -159,6 +164,15 @@ class TaskEngine:
             assert now.event.task is not None
             return stamped(trim_history(now.event.task, history_length), now.seq)
         run = opened
+        if self.dispatch is not None:  # an API node: a worker runs the turn
+            seq = await hand_off(run, self.dispatch)
+            if config is not None and config.return_immediately:
+                task = trim_history(run.snapshot(), history_length)
+                return stamped(task, seq) if generation else task
+            task = trim_history(
+                await follow_turn(self.log, self.pubsub, run.task_id, seq), history_length
+            )
+            return stamped(task, (await self.log.snapshot(task.id)).seq) if generation else task
         if config is not None and config.return_immediately:
             run.ensure_task()
             try:
@@ -224,6 +238,10 @@ class TaskEngine:
         run = opened
         run.ctx.streaming = True
         fresh = run.task is None  # else a continued task: from its snapshot, new message included
+        if self.dispatch is not None:  # an API node: a worker runs the turn, followed here
+            await hand_off(run, self.dispatch)
+            stream = TaskStream(self.log, self.pubsub, run.task_id, after=0 if fresh else None)
+            return await stream.start()
         if not fresh:
             await run.flush()  # streams show only what is written: the new message first
         stream = TaskStream(self.log, self.pubsub, run.task_id, after=0 if fresh else None)
@@ -267,7 +285,9 @@ class TaskEngine:
             if register and inline is not None:
                 await self.push.register_inline(run, inline)
         except BaseException:
-            if opened.task is not None:
+            if opened.task is not None and self.dispatch is not None:
+                opened.driver = asyncio.ensure_future(_handed(opened, self.dispatch))
+            elif opened.task is not None:
                 opened.driver = asyncio.ensure_future(self._drive(opened))
             elif self._runs.get(opened.task_id) is opened:
                 del self._runs[opened.task_id]
@@ -438,6 +458,8 @@ class TaskEngine:
     async def cancel_task(self, task_id: str, *, caller: Caller = ANONYMOUS) -> Task:
         """``CancelTask``: stop the executor if it runs, and end the task ``canceled``."""
         _check_invoke(caller)
+        if self.dispatch is not None:
+            return await self._cancel_elsewhere(task_id, caller, self.dispatch)
         run = self._runs.get(task_id)
         if run is not None and run.task is not None and not run.task.status.state.terminal:
             _check_sees(caller, run.owner, task_id)
@@ -458,6 +480,60 @@ class TaskEngine:
             except Exception:
                 log.exception("cancel_waiting of agent %s, task %s", self.agent_id, task_id)
         return task
+
+    async def _cancel_elsewhere(self, task_id: str, caller: Caller, dispatch: TurnDispatch) -> Task:
+        """``CancelTask`` on an API node: the worker tier cancels the task wherever it is
+        (running, queued or waiting for input); the task as it ended."""
+        record = await self._record(task_id, caller)
+        state = record.task.status.state
+        if state.terminal:
+            raise TaskNotCancelableError(
+                f"Task {task_id} is already {state.label} and cannot be canceled",
+                data={"taskId": task_id, "state": state.value},
+            )
+        cluster = self.cluster
+        if cluster is not None and state is TaskState.WORKING:
+            # the fast path: the worker running it hears of it at once (its cluster listens);
+            # Temporal's cancel reaches it too, with its next heartbeat, and a queued or
+            # waiting task that no worker runs
+            await cluster.coordinator.publish(
+                Signal(CANCEL_SIGNAL, self.agent_id, task_id, cluster.id)
+            )
+        if not await dispatch.cancel(self.agent_id, task_id):  # nobody holds it: end it here
+            return await cancel_stored_task(self.store, self.agent_id, record, self.pubsub)
+        coordinator = self.log.coordinator
+        assert coordinator is not None  # a worker tier needs a shared store
+        return await wait_until_ended(
+            self.store, coordinator, self.agent_id, task_id, record.seq, self.cancel_wait
+        )
+
+    # --- turns handed over by an API node (a worker's side) -----------------------------
+
+    async def open_turn(self, task_id: str, seq: int, *, note: str | None = None) -> TaskRun | None:
+        """A worker's run of the turn an API node stored up to event ``seq`` (not started),
+        or ``None`` when that turn is over already (a duplicate, or run again after it
+        ended).  ``note`` (a turn run again after its worker was lost) is written first as
+        a ``working`` status: after it, the lost attempt can write nothing more."""
+        record = await self.store.get_task_record(self.agent_id, task_id)
+        if record is None:
+            return None
+        state = record.task.status.state
+        if state.terminal or (state.interrupted and record.seq > seq):
+            return None
+        message = await turn_message(self.store, self.agent_id, record, seq)
+        run = await self.push.load(self._runs.adopt(record, message))
+        if note is not None:
+            try:
+                await run.set_status(TaskState.WORKING, note)
+                await run.flush()
+            except BaseException:
+                await run.leave()
+                raise
+        return run
+
+    async def drive_turn(self, run: TaskRun) -> None:
+        """Run a turn opened by :meth:`open_turn` to its end."""
+        await self._drive(run)
 
     # --- push notification configs --------------------------------------------------
 
@@ -538,6 +614,10 @@ class TaskEngine:
         await self.flusher.close()
         await self._runs.stop()
         self.pubsub.close()
+
+
+async def _handed(run: TaskRun, dispatch: TurnDispatch) -> None:
+    await hand_off(run, dispatch)
 
 
 def _check_invoke(caller: Caller) -> None:

@@ -499,6 +499,11 @@ class TaskRun:
             else:
                 await self._end()
 
+    async def leave(self) -> None:
+        """Leave this process without ending the task: an API node handed its turn to a
+        worker (:func:`a2a_hub.engine.turns.hand_off`)."""
+        await self._end()
+
     async def _end_when_written(self) -> None:
         try:
             await self.flusher.write_until_clean(self)

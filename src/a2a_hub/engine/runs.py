@@ -34,6 +34,7 @@ from a2a_hub.engine.requests import (
 )
 from a2a_hub.engine.run import TaskRun
 from a2a_hub.engine.state import new_id
+from a2a_hub.engine.turns import before_message
 from a2a_hub.protocol.errors import A2AError, UnsupportedOperationError
 from a2a_hub.protocol.types import (
     Message,
@@ -204,6 +205,29 @@ class Runs(dict[str, TaskRun]):
         run.emit(StreamResponse(message=message))
         return run
 
+    def adopt(self, record: StoredTask, message: Message) -> TaskRun:
+        """The run of a turn an API node handed over (a worker's): the stored task, with
+        ``message`` written already; no claim (the API node made it) and no lease
+        (the worker tier watches its workers)."""
+        task, seq, owner = record
+        if task.id in self:
+            raise UnsupportedOperationError(f"Task {task.id} is running here already")
+        ctx = RequestContext(
+            agent_id=self.agent_id,
+            message=message,
+            task_id=task.id,
+            context_id=task.context_id,
+            task=before_message(task, message),
+            context_loader=self._context_loader(task.context_id, task.id, owner),
+            owner=owner,
+        )
+        live = msgspec.structs.replace(
+            task,
+            history=list(task.history or []),
+            artifacts=None if task.artifacts is None else list(task.artifacts),
+        )
+        return self._add(ctx, owner, live, seq, leased=False)
+
     def _add(
         self,
         ctx: RequestContext,
@@ -211,6 +235,8 @@ class Runs(dict[str, TaskRun]):
         task: Task | None = None,
         seq: int = 0,
         bound: bool = False,
+        *,
+        leased: bool = True,
     ) -> TaskRun:
         run = TaskRun(
             ctx,
@@ -219,7 +245,7 @@ class Runs(dict[str, TaskRun]):
             self.pubsub,
             self.flusher,
             self,
-            self.cluster,
+            self.cluster if leased else None,
             owner,
             task,
             seq,

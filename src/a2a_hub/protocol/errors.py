@@ -15,6 +15,7 @@ __all__ = [
     "A2AError",
     "AgentNotFoundError",
     "ContentTypeNotSupportedError",
+    "ExecutorUnavailableError",
     "ExtendedAgentCardNotConfiguredError",
     "ExtensionSupportRequiredError",
     "IdempotencyKeyReusedError",
@@ -267,6 +268,18 @@ class StoreUnavailableError(A2AError):
     ws_code = "store_unavailable"
     grpc_status = "UNAVAILABLE"
     default_message = "Task store unavailable"
+
+
+class ExecutorUnavailableError(A2AError):
+    """The engine that runs the agents (Temporal, ``--executor temporal://…``) cannot be
+    reached; the request may be retried."""
+
+    code = -32603
+    http_status = 503
+    reason = "EXECUTOR_UNAVAILABLE"
+    ws_code = "executor_unavailable"
+    grpc_status = "UNAVAILABLE"
+    default_message = "Agent executor unavailable"
 
 
 class UnauthenticatedError(A2AError):

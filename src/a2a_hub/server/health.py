@@ -1,10 +1,10 @@
 """Health endpoints: ``/healthz`` (the process answers), ``/readyz`` (its dependencies
 answer), ``/version``.
 
-``/readyz`` asks the store and its coordinator (leases, signals) one cheap
-question each, all at once, with a short timeout; it answers 200 when every part
-answered and 503 naming each part that did not (and why) otherwise.  Put it
-behind the load balancer's health check; ``/healthz`` is for liveness probes
+``/readyz`` asks the store and its coordinator (leases, signals), and on an API node of a
+worker tier Temporal, one cheap question each, all at once, with a short timeout; it
+answers 200 when every part answered and 503 naming each part that did not (and why)
+otherwise.  Put it behind the load balancer's health check; ``/healthz`` is for liveness probes
 (restarting a process whose store is down would not help).
 """
 
@@ -57,10 +57,12 @@ async def readyz(request: Request) -> Response:
     hub = hub_of(request)
     timeout = READY_TIMEOUT
     store = hub.store
-    parts = {
+    parts: dict[str, Awaitable[object]] = {
         "store": store.get_task_record(_PROBE, _PROBE),
         "coordinator": hub.cluster.coordinator.lease_owner(_PROBE, _PROBE),
     }
+    if hub.turns is not None:  # an API node of a worker tier: Temporal too
+        parts["temporal"] = hub.turns.check()
     results = await asyncio.gather(*(_check(p, timeout) for p in parts.values()))
     failing = {name: why for name, why in zip(parts, results, strict=True) if why is not None}
     checks = {name: failing.get(name, "ok") for name in parts}

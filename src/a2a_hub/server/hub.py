@@ -48,9 +48,11 @@ from a2a_hub.settings import AgentSpec, Settings, SettingsError
 from a2a_hub.stores import open_store
 from a2a_hub.stores.base import Store
 from a2a_hub.tools.mcp import close_mcp_sessions
+from a2a_hub.workers import parse_executor
 
 if TYPE_CHECKING:  # the gRPC binding is an optional extra (grpcio), imported when started
     from a2a_hub.server.grpc import GrpcServer
+    from a2a_hub.workers.client import TemporalTurns  # the temporal extra (temporalio)
 
 log = logging.getLogger("a2a_hub.server")
 
@@ -75,6 +77,7 @@ class Hub:
         *,
         store: Store | None = None,
         executors: dict[str, AgentExecutor] | None = None,
+        worker: bool = False,
     ) -> None:
         executors = executors or {}
         unknown = sorted(set(executors) - {spec.id for spec in settings.agents})
@@ -100,6 +103,15 @@ class Hub:
         self.outbound = OutboundPolicy.from_setting(*allow)
         #: The same policy for webhooks, which must also be https (unless allow-listed).
         self.webhooks = WebhookPolicy.from_setting(*allow)
+        #: An API node's worker tier (``executor = temporal://…``): the engines queue their
+        #: turns there instead of running them.  ``worker``: this hub is ``a2a-hub worker``'s,
+        #: which runs them (its engines run what they are given).
+        self.turns: TemporalTurns | None = None
+        target = parse_executor(settings.server.executor)
+        if target is not None and not worker:
+            from a2a_hub.workers.client import TemporalTurns  # the temporal extra
+
+            self.turns = TemporalTurns(target, lambda: [a.spec for a in self.agents.values()])
         #: The notification signing keys (JWKS at /.well-known/jwks.json).
         self.signing_keys = SigningKeys(self.store)
         #: Sends push notifications while the hub runs (see :meth:`services`).
@@ -278,6 +290,7 @@ class Hub:
         if old is not None:
             self._retiring.retire(old.engine)
         engine = TaskEngine(spec.id, executor, self.store, cluster=self.cluster)
+        engine.dispatch = self.turns
         agent = self.agents[spec.id] = HostedAgent(
             spec,
             executor,
@@ -337,6 +350,8 @@ class Hub:
         if registry is not None:  # after the store: it may share the store's engine
             found.append(opened(registry))
         found += [started(self.cluster), self.signing_keys, self._pushing()]
+        if self.turns is not None:
+            found.append(self.turns)
         if registry is not None:
             found.append(ConversationRecorders(registry, self.watch))
         found += [closing(self.llm_models.aclose), closing(close_mcp_sessions)]

@@ -125,6 +125,17 @@ def _check(settings: Settings) -> None:
             f"--workers {server.workers} needs a store the workers can share and signal "
             f"through: redis://… or postgresql://… (the store is {store.url.split('?')[0]})"
         )
+    if server.executor != "inprocess" and not store.url.startswith(("redis", "postgres")):
+        raise SettingsError(
+            f"--executor {server.executor.split('?')[0]} needs a store the API nodes and the "
+            f"workers share: redis://… or postgresql://… (the store is {store.url.split('?')[0]})"
+        )
+    for agent in settings.agents:
+        if agent.retry_on_worker_loss < 0 or (agent.input_timeout or 1) <= 0:
+            raise SettingsError(
+                f"agent {agent.id!r}: retry_on_worker_loss must be 0 or more and "
+                "input_timeout more than 0"
+            )
     names: set[str] = set()
     for mcp in settings.mcp_servers:
         problem = mcp.problem()

@@ -215,6 +215,14 @@ class ServerSettings(Section):
             metavar="SECONDS",
         ),
     ] = 10.0
+    executor: Annotated[
+        str,
+        setting(
+            "Where agents run: 'inprocess', or 'temporal://HOST:PORT?namespace=NS&task_queue=Q' "
+            "(an API node: 'a2a-hub worker' runs them; a2a-hub[temporal]).",
+            metavar="URL",
+        ),
+    ] = "inprocess"
 
 
 class StoreSettings(Section):
@@ -437,6 +445,15 @@ class AgentSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     options: dict[str, Any] = msgspec.field(default_factory=dict)
     #: Extensions for the card (``[[agents.extensions]]``: uri, description, required, params).
     extensions: list[AgentExtension] = msgspec.field(default_factory=list)
+    #: With a ``temporal://`` executor: the Temporal task queue of this agent's turns (only
+    #: the workers hosting it poll it; ``None``: the executor URL's ``task_queue``).
+    task_queue: str | None = None
+    #: With a ``temporal://`` executor: how many times a turn whose worker was lost is run
+    #: again on another worker (0: never; the task fails saying the worker was lost).
+    retry_on_worker_loss: int = 0
+    #: With a ``temporal://`` executor: seconds an input-required or auth-required task
+    #: waits for its next message before it fails (``None``: for ever).
+    input_timeout: float | None = None
 
     @classmethod
     def parse(cls, text: str) -> AgentSpec:
@@ -463,13 +480,30 @@ def parse_agent_spec(text: str) -> AgentSpec:
     auth = options.pop("auth", None)
     if auth not in (None, "api-key"):
         raise SettingsError(f"--agent {text!r}: auth must be 'api-key', not {auth!r}")
+    placement: dict[str, Any] = {}
+    try:  # where the agent's turns run (a temporal:// executor), not executor options
+        if "task_queue" in options:
+            placement["task_queue"] = options.pop("task_queue") or None
+        if "retry_on_worker_loss" in options:
+            placement["retry_on_worker_loss"] = int(options.pop("retry_on_worker_loss"))
+        if "input_timeout" in options:
+            placement["input_timeout"] = float(options.pop("input_timeout"))
+    except ValueError as exc:
+        raise SettingsError(f"--agent {text!r}: {exc}") from None
     if ":" in target:
         kind, executor = "python", target
         agent_id = agent_id or target.rsplit(":", 1)[1].lower()
     else:
         kind, executor = target, None
         agent_id = agent_id or target
-    return AgentSpec(id=agent_id.strip(), kind=kind, executor=executor, auth=auth, options=options)
+    return AgentSpec(
+        id=agent_id.strip(),
+        kind=kind,
+        executor=executor,
+        auth=auth,
+        options=options,
+        **placement,
+    )
 
 
 class MCPServerSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):

@@ -44,9 +44,9 @@ __all__ = [
     "task_to_pb",
 ]
 
-_ROLE_TO_PB = {r: pb.Role.Value(r.value) for r in Role}
+_ROLE_TO_PB: dict[Role, Any] = {r: pb.Role.Value(r.value) for r in Role}
 _ROLE_FROM_PB = {number: r for r, number in _ROLE_TO_PB.items()}
-_STATE_TO_PB = {s: pb.TaskState.Value(s.value) for s in TaskState}
+_STATE_TO_PB: dict[TaskState, Any] = {s: pb.TaskState.Value(s.value) for s in TaskState}
 _STATE_FROM_PB = {number: s for s, number in _STATE_TO_PB.items()}
 _SAFE_INT = 2**53
 

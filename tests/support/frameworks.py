@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -47,16 +47,15 @@ async def stream(client: Any, text: str, task: Any = None) -> list[Any]:
     return [e async for e in client.send_message(SendMessageRequest(message=message))]
 
 
-async def wait_state(client: Any, task_id: str, state: int, timeout: float = 30) -> Any:
-    """Poll GetTask until the task is in ``state`` (``timeout`` seconds at most)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        task = await client.get_task(GetTaskRequest(id=task_id))
-        if task.status.state == state:
-            return task
-        assert task.status.state not in (TaskState.TASK_STATE_FAILED,), task
-        assert asyncio.get_running_loop().time() < deadline, f"still {task.status.state}"
-        await asyncio.sleep(0.05)
+async def wait_state(client: Any, task_id: str, state: int) -> Any:
+    """Poll GetTask until the task is in ``state`` (30 s at most)."""
+    async with asyncio.timeout(30):
+        while True:
+            task = await client.get_task(GetTaskRequest(id=task_id))
+            if task.status.state == state:
+                return task
+            assert task.status.state != TaskState.TASK_STATE_FAILED, task
+            await asyncio.sleep(0.05)
 
 
 async def replay(base: str, agent: str, task_id: str, after: int) -> list[tuple[int, Any]]:
@@ -95,13 +94,32 @@ def data_parts(task: Any) -> list[dict[str, Any]]:
 # --- a scripted chat model -----------------------------------------------------------------
 
 
-def scripted_model(script: Callable[[list[Any]], Any]) -> Any:
+def scripted_model(script: Callable[[list[Any]], Any], *, slow_word: str | None = None) -> Any:
     """A LangChain chat model whose answer to each call is ``script(messages)`` (an
     ``AIMessage``), streamed word by word (tool calls in the last chunk); ``bind_tools``
-    keeps it as it is (the script decides)."""
+    keeps it as it is (the script decides).  When the last human message holds ``slow_word``
+    it thinks for a minute first (a task to cancel)."""
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import AIMessage, AIMessageChunk
+    from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
     from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+
+    async def think(messages: list[Any]) -> None:
+        human = [m for m in messages if isinstance(m, HumanMessage)]
+        if slow_word and human and slow_word in str(human[-1].content):
+            await asyncio.sleep(60)
+
+    def chunks(answer: AIMessage) -> Iterator[ChatGenerationChunk]:
+        words = re.split(r"(?<= )", str(answer.content)) if answer.content else []
+        for word in words:
+            yield ChatGenerationChunk(message=AIMessageChunk(content=word, id=answer.id))
+        if answer.tool_calls:
+            calls = [
+                {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
+                for i, c in enumerate(answer.tool_calls)
+            ]
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(content="", id=answer.id, tool_call_chunks=calls)
+            )
 
     class Scripted(BaseChatModel):
         @property
@@ -115,26 +133,20 @@ def scripted_model(script: Callable[[list[Any]], Any]) -> Any:
                       **kwargs: Any) -> ChatResult:  # fmt: skip
             return ChatResult(generations=[ChatGeneration(message=script(messages))])
 
-        def _stream(self, messages: Any, stop: Any = None, run_manager: Any = None,
-                    **kwargs: Any) -> Iterator[ChatGenerationChunk]:  # fmt: skip
-            answer: AIMessage = script(messages)
-            words = re.split(r"(?<= )", str(answer.content)) if answer.content else []
-            for word in words:
-                chunk = ChatGenerationChunk(message=AIMessageChunk(content=word, id=answer.id))
+        async def _agenerate(self, messages: Any, stop: Any = None, run_manager: Any = None,
+                             **kwargs: Any) -> ChatResult:  # fmt: skip
+            await think(messages)
+            return ChatResult(generations=[ChatGeneration(message=script(messages))])
+
+        async def _astream(self, messages: Any, stop: Any = None, run_manager: Any = None,
+                           **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:  # fmt: skip
+            await think(messages)
+            answer = script(messages)
+            if answer.id is None:
+                answer.id = f"ai-{len(messages)}"
+            for chunk in chunks(answer):
                 if run_manager:
-                    run_manager.on_llm_new_token(word, chunk=chunk)
-                yield chunk
-            if answer.tool_calls:
-                calls = [
-                    {"name": c["name"], "args": json.dumps(c["args"]),
-                     "id": c["id"], "index": i}
-                    for i, c in enumerate(answer.tool_calls)
-                ]  # fmt: skip
-                chunk = ChatGenerationChunk(
-                    message=AIMessageChunk(content="", id=answer.id, tool_call_chunks=calls)
-                )
-                if run_manager:
-                    run_manager.on_llm_new_token("", chunk=chunk)
+                    await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
                 yield chunk
 
     return Scripted()

@@ -60,8 +60,7 @@ RESPONSE = "response"  # the artifact's name, as the llm agent's
 
 
 def _text(message: BaseMessage) -> str:
-    text = message.text
-    return text() if callable(text) else str(text)  # a method before langchain-core 1.0
+    return str(message.text)  # a property since langchain-core 1.0
 
 
 def _plain(value: Any) -> Any:
@@ -216,10 +215,11 @@ class LangGraphExecutor(AgentExecutor):
                         part = tool_call_part(call.get("id") or "", call["name"], call["args"])
                         await updater.working([Part(data=part)])
                 elif isinstance(message, ToolMessage):
-                    failed = message.status == "error"
-                    result = {"status": "error" if failed else "success",
-                              "data": None if failed else _plain(message.content),
-                              "error_message": _text(message) if failed else None}  # fmt: skip
+                    result: dict[str, Any] = (
+                        {"status": "error", "error_message": _text(message)}
+                        if message.status == "error"
+                        else {"status": "success", "data": _plain(message.content)}
+                    )
                     part = tool_response_part(message.tool_call_id, result, message.name)
                     await updater.working([Part(data=part)])
 

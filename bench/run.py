@@ -216,13 +216,13 @@ SCENARIOS = [
     Scenario(
         "send-sdk-executor",
         "SendMessage 1.0, the a2a-sdk's echo executor hosted by a2a-hub (memory)",
-        [f"{HUB}/sdk-executor"],
+        [f"{HUB}/sdk-executor", SDK],
         "",
         [JSON_CT, V10],
         SEND_10,
         ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
-        baseline="send",
-        note="vs the SDK's own server running the same executor (SendMessage)",
+        note="bench/sdk_server.py's EchoExecutor on a2a-hub (kind python, unchanged) and on the "
+        "SDK's own server, in the same rounds",
         short="SendMessage\nSDK executor",
     ),
     Scenario(
@@ -809,8 +809,9 @@ def ratios(entries: list[dict[str, Any]]) -> None:
                 continue
             kind = key.removeprefix(HUB).removeprefix(BASE_TAG)  # "", "/sqlite", "/grpc", ...
             for other, name in ((SDK, "vs_sdk"), (JS, "vs_js"), (CEILING, "vs_ceiling")):
-                # the same kind of server: a2a-sdk, or a2a-sdk/grpc beside a2a-hub/grpc
-                same = other + kind if base is e else other
+                # the same kind of server: a2a-sdk, or a2a-sdk/grpc beside a2a-hub/grpc (and
+                # a2a-sdk itself beside a2a-hub/sdk-executor, which runs the SDK's executor)
+                same = other + kind if base is e and other + kind in e["servers"] else other
                 ref = base["servers"].get(same)
                 fig[name] = fig["rps"] / ref["rps"] if ref and ref["rps"] else None
             twin = e["servers"].get(HUB + BASE_TAG + kind)

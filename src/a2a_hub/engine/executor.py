@@ -6,8 +6,9 @@ through which it answers.  It answers in one of two ways:
 
 * **a message** — ``await updater.reply("hello")``: an immediate answer, no
   task is created (seed 000's first flow);
-* **a task** — ``start()``, then any number of ``working()`` / ``artifact()``
-  calls, then one of ``complete()``, ``fail()``, ``reject()`` (terminal) or
+* **a task** — ``start()`` (or ``submit()``: the task exists, not yet working), then any
+  number of ``working()`` / ``artifact()`` calls, then one of ``complete()``, ``fail()``,
+  ``reject()``, ``canceled()`` (terminal) or
   ``require_input()`` / ``require_auth()`` (the turn ends; the client continues
   the task by sending a message with its ``taskId``).
 

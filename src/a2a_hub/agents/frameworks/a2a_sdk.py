@@ -34,6 +34,7 @@ from a2a.server.agent_execution import AgentExecutor as SdkAgentExecutor
 from a2a.server.agent_execution import RequestContext as SdkRequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
+from a2a.server.id_generator import UUIDGenerator
 from a2a.types import a2a_pb2 as pb
 
 from a2a_hub.agents.frameworks._sdk_convert import (
@@ -54,6 +55,7 @@ __all__ = ["HubEventQueue", "SdkExecutor", "adapt"]
 log = logging.getLogger(__name__)
 
 _UNAUTHENTICATED = UnauthenticatedUser()
+_IDS = UUIDGenerator()
 
 
 class HubUser(User):
@@ -181,10 +183,12 @@ class SdkExecutor(AgentExecutor):
 
     @staticmethod
     def _call_context(ctx: RequestContext) -> ServerCallContext:
-        return ServerCallContext(
+        # model_construct: the fields are right by construction, pydantic's check is skipped
+        return ServerCallContext.model_construct(
             user=HubUser(ctx.owner) if ctx.owner is not None else _UNAUTHENTICATED,
             requested_extensions=set(ctx.extensions),
             state={"agent_id": ctx.agent_id},
+            tenant="",
         )
 
     def request_context(self, ctx: RequestContext) -> SdkRequestContext:
@@ -201,6 +205,8 @@ class SdkExecutor(AgentExecutor):
             task_id=ctx.task_id,
             context_id=ctx.context_id,
             task=task,
+            task_id_generator=_IDS,  # never used (the ids are given), but made if not given
+            context_id_generator=_IDS,
         )
 
     async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:

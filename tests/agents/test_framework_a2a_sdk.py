@@ -160,6 +160,7 @@ async def test_tool_calls_shown_as_tool_parts_and_the_caller(
     assert parts[0]["tool_id"] == "oven" and parts[1]["result"]["data"] == "hot"
 
 
+@pytest.mark.timeout(600)  # two hub processes that import the framework, on a loaded machine
 def test_conversation_survives_a_restart_of_the_hub_on_sqlite(tmp_path: Path) -> None:
     import asyncio
 
@@ -169,10 +170,10 @@ def test_conversation_survives_a_restart_of_the_hub_on_sqlite(tmp_path: Path) ->
         async with httpx.AsyncClient(timeout=30) as http:
             return (await send(await sdk_client(http, f"{url}/a2a/pizza"), text, task)).task
 
-    with hub_process(f"pizza={PIZZA}", cwd=tmp_path, store=store) as url:
+    with hub_process(f"pizza={PIZZA}", cwd=tmp_path, store=store, start_timeout=180) as url:
         first = asyncio.run(turn(url, "I want a pepperoni"))
     assert first.status.state == INPUT_REQUIRED
-    with hub_process(f"pizza={PIZZA}", cwd=tmp_path, store=store) as url:
+    with hub_process(f"pizza={PIZZA}", cwd=tmp_path, store=store, start_timeout=180) as url:
         done = asyncio.run(turn(url, "small", first))
     assert done.status.state == COMPLETED
     assert get_message_text(done.status.message) == "Your small pepperoni is on its way."

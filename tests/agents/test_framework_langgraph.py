@@ -138,6 +138,7 @@ async def test_cancel_of_a_running_graph(calc: tuple[Any, Any]) -> None:
     assert after.status.state == COMPLETED
 
 
+@pytest.mark.timeout(600)  # two hub processes that import the framework, on a loaded machine
 def test_conversation_survives_a_restart_of_the_hub_on_sqlite(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'hub.db'}"
 
@@ -148,11 +149,11 @@ def test_conversation_survives_a_restart_of_the_hub_on_sqlite(tmp_path: Path) ->
                 return (await send(client, text)).task
             return await send_in_context(client, text, context_id)
 
-    with hub_process(f"calc={GRAPH}", cwd=tmp_path, store=store) as url:
+    with hub_process(f"calc={GRAPH}", cwd=tmp_path, store=store, start_timeout=180) as url:
         first = asyncio.run(turn(url, "my name is Ada"))
         asked = asyncio.run(turn(url, "ask me for a number"))
     assert (tmp_path / "hub.langgraph.db").is_file()  # the checkpoints, beside the tasks
-    with hub_process(f"calc={GRAPH}", cwd=tmp_path, store=store) as url:
+    with hub_process(f"calc={GRAPH}", cwd=tmp_path, store=store, start_timeout=180) as url:
         again = asyncio.run(turn(url, "what is my name?", first.context_id))
         resumed = asyncio.run(turn(url, "12", asked.context_id))
     assert get_message_text(again.status.message) == "Your name is Ada"
@@ -181,11 +182,12 @@ def test_a_graph_without_messages_state_is_refused_in_one_line() -> None:
     assert "\n" not in text and "no 'messages' state" in text and "count" in text
 
 
+@pytest.mark.timeout(300)
 def test_serve_refuses_a_graph_without_messages_in_one_line(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "a2a_hub", "serve", "--store", "memory://",
          "--agent", "counter=tests.support.langgraph_agents:no_messages"],
-        cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=60,
+        cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert out.returncode != 0
     text = (out.stdout + out.stderr).strip()

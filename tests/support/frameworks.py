@@ -48,8 +48,8 @@ async def stream(client: Any, text: str, task: Any = None) -> list[Any]:
 
 
 async def wait_state(client: Any, task_id: str, state: int) -> Any:
-    """Poll GetTask until the task is in ``state`` (30 s at most)."""
-    async with asyncio.timeout(30):
+    """Poll GetTask until the task is in ``state`` (60 s at most)."""
+    async with asyncio.timeout(60):
         while True:
             task = await client.get_task(GetTaskRequest(id=task_id))
             if task.status.state == state:

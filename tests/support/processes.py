@@ -50,10 +50,15 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def hub_process(
-    *agents: str, cwd: Path, store: str = "memory://", options: tuple[str, ...] = ()
+    *agents: str,
+    cwd: Path,
+    store: str = "memory://",
+    options: tuple[str, ...] = (),
+    start_timeout: float = 30,
 ) -> Iterator[str]:
     """``a2a-hub serve`` with ``agents`` (``--agent`` values) on a free port, over ``store``,
-    with more ``serve`` options; its base URL."""
+    with more ``serve`` options; its base URL (answering within ``start_timeout`` s: agents
+    that import large frameworks take longer on a loaded machine)."""
     port = free_port()
     args = [sys.executable, "-m", "a2a_hub", "serve", "--port", str(port)]
     args += ["--store", store, "--log-level", "warning", *options]
@@ -65,7 +70,7 @@ def hub_process(
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_http(f"{url}/healthz", proc, cwd / f"hub-{port}.log")
+        wait_http(f"{url}/healthz", proc, cwd / f"hub-{port}.log", start_timeout)
         yield url
     finally:
         _stop(proc)
@@ -93,8 +98,8 @@ def mcp_http_server(cwd: Path) -> Iterator[str]:
         log.close()
 
 
-def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 30
+def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
             raise AssertionError(f"process exited early:\n{log.read_text(errors='replace')}")
@@ -104,7 +109,7 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
         except httpx.HTTPError:
             pass
         if time.monotonic() > deadline:
-            raise AssertionError(f"{url} did not answer in 30 s")
+            raise AssertionError(f"{url} did not answer in {timeout:g} s")
         time.sleep(0.1)
 
 

@@ -56,10 +56,9 @@ V10 = {
 
 async def _send(version: str, n: int) -> None:
     import copy
+    import os
 
     import httpx
-
-    import os
 
     from a2a_hub import AgentSpec, Hub, Settings, create_app
 

@@ -160,6 +160,31 @@ def test_conversation_survives_a_restart_of_the_hub_on_sqlite(tmp_path: Path) ->
     assert get_message_text(resumed.status.message) == "You said 12"
 
 
+async def test_two_hubs_on_postgresql_share_the_conversation() -> None:
+    """The checkpoints live in the PostgreSQL store's database: a conversation begun on one
+    instance goes on on another."""
+    from tests.support.cli import reachable
+    from tests.support.stores import POSTGRES_URL, missing_service
+
+    if not reachable(POSTGRES_URL):
+        missing_service(f"PostgreSQL at {POSTGRES_URL} is not reachable")
+    one = make_hub({"calc": hosted("calc", GRAPH, POSTGRES_URL)})
+    two = make_hub({"calc": hosted("calc", GRAPH, POSTGRES_URL)})
+    async with (
+        LiveServer(one) as first,
+        LiveServer(two) as second,
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        a = await sdk_client(http, f"{first.url}/a2a/calc")
+        b = await sdk_client(http, f"{second.url}/a2a/calc")
+        began = (await send(a, "my name is Grace")).task
+        asked = (await send(a, "ask me for a number")).task
+        again = await send_in_context(b, "what is my name?", began.context_id)
+        resumed = await send_in_context(b, "3", asked.context_id)
+    assert get_message_text(again.status.message) == "Your name is Grace"
+    assert get_message_text(resumed.status.message) == "You said 3"
+
+
 # --- the example, and bad input -------------------------------------------------------------
 
 

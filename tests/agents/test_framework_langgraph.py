@@ -195,6 +195,9 @@ def test_the_example_is_hosted_with_its_model_at_the_hubs_llm_endpoint(
     monkeypatch.delitem(sys.modules, "examples.langgraph_agent", raising=False)
     executor = hosted("calc", "examples.langgraph_agent:graph", "memory://")
     assert isinstance(executor, LangGraphExecutor) and executor.name == "Calculator"
+    assert executor.skills is not None  # its tools, on the card
+    assert [s["id"] for s in executor.skills] == ["add", "multiply", "ask_human"]
+    assert executor.skills[0]["description"] == "Add two numbers."
     from examples.langgraph_agent import hub_model
 
     assert str(hub_model().openai_api_base) == "http://127.0.0.1:9/llm/v1"  # type: ignore[attr-defined]

@@ -84,6 +84,19 @@ def _interrupt_parts(interrupts: Any) -> list[Part]:
     return parts
 
 
+def _skills(graph: Pregel[Any, Any, Any, Any]) -> list[dict[str, Any]]:
+    """The tools of the graph's tool nodes (``ToolNode``), as the card's skills."""
+    skills: list[dict[str, Any]] = []
+    for node in graph.nodes.values():
+        tools = getattr(getattr(node, "bound", None), "tools_by_name", None)
+        if isinstance(tools, dict):
+            for name, found in tools.items():
+                description = str(getattr(found, "description", "") or name)
+                skills.append({"id": name, "name": name, "description": description,
+                               "tags": ["tool"]})  # fmt: skip
+    return skills
+
+
 class _Chunks:
     """The ``response`` artifact of a streamed turn, one chunk held back so that the last
     one can say ``lastChunk``."""
@@ -137,6 +150,7 @@ class LangGraphExecutor(AgentExecutor):
         self._lock = asyncio.Lock()
         name = getattr(graph, "name", None)
         self.name = name if name and name != "LangGraph" else None
+        self.skills = _skills(graph) or None
 
     async def graph(self) -> Pregel[Any, Any, Any, Any]:
         """The graph with its checkpointer (opened on first use)."""

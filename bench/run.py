@@ -214,6 +214,18 @@ SCENARIOS = [
         short="SendMessage\nSQLite store",
     ),
     Scenario(
+        "send-sdk-executor",
+        "SendMessage 1.0, the a2a-sdk's echo executor hosted by a2a-hub (memory)",
+        [f"{HUB}/sdk-executor", SDK],
+        "",
+        [JSON_CT, V10],
+        SEND_10,
+        ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
+        note="bench/sdk_server.py's EchoExecutor on a2a-hub (kind python, unchanged) and on the "
+        "SDK's own server, in the same rounds",
+        short="SendMessage\nSDK executor",
+    ),
+    Scenario(
         "send-redis",
         "SendMessage 1.0, Redis store",
         [f"{HUB}/redis"],
@@ -275,6 +287,7 @@ def hub_server(
     agent: str = "echo",
     grpc_port: int | None = None,
     cli: Path = HUB_CLI,
+    executor: str | None = None,
 ) -> Server:
     port = free_port()
     spec = "echo" if agent == "echo" else f"{agent}=echo"
@@ -296,6 +309,9 @@ def hub_server(
     ]
     if grpc_port is not None:
         argv += ["--grpc-port", str(grpc_port)]
+    if executor is not None:  # an executor by import path, from bench/ (kind python)
+        argv[argv.index(spec)] = f"{agent}={executor}"
+        argv += ["--app-dir", str(BENCH)]
     return Server(key, argv, port, "/healthz")
 
 
@@ -335,6 +351,12 @@ def build_targets(tmp: Path) -> dict[str, Target]:
             PREFIX,
         ),
         f"{HUB}/sqlite": Target(hub_server(f"{HUB}/sqlite", sqlite_url), PREFIX, sqlite_url),
+        # bench/sdk_server.py's EchoExecutor, the a2a-sdk's own executor, hosted by a2a-hub
+        f"{HUB}/sdk-executor": Target(
+            hub_server(f"{HUB}/sdk-executor", "memory://", executor="sdk_server:EchoExecutor"),
+            PREFIX,
+            "memory://",
+        ),
         f"{HUB}/redis": Target(
             hub_server(f"{HUB}/redis", REDIS_URL, DB_AGENT), f"/a2a/{DB_AGENT}", REDIS_URL
         ),
@@ -787,8 +809,9 @@ def ratios(entries: list[dict[str, Any]]) -> None:
                 continue
             kind = key.removeprefix(HUB).removeprefix(BASE_TAG)  # "", "/sqlite", "/grpc", ...
             for other, name in ((SDK, "vs_sdk"), (JS, "vs_js"), (CEILING, "vs_ceiling")):
-                # the same kind of server: a2a-sdk, or a2a-sdk/grpc beside a2a-hub/grpc
-                same = other + kind if base is e else other
+                # the same kind of server: a2a-sdk, or a2a-sdk/grpc beside a2a-hub/grpc (and
+                # a2a-sdk itself beside a2a-hub/sdk-executor, which runs the SDK's executor)
+                same = other + kind if base is e and other + kind in e["servers"] else other
                 ref = base["servers"].get(same)
                 fig[name] = fig["rps"] / ref["rps"] if ref and ref["rps"] else None
             twin = e["servers"].get(HUB + BASE_TAG + kind)

@@ -32,6 +32,8 @@ settings.load_profile("a2a-hub")
 #: of keeping one worker busy at the end.  Where a test lives is unchanged.
 RUN_FIRST = (
     "tests/system/test_durable_process.py",
+    "tests/agents/test_framework_langgraph.py",
+    "tests/agents/test_framework_a2a_sdk.py",
     "tests/push/test_push_process.py",
     "tests/system/test_idempotent_process.py",
     "tests/scenarios/test_scenario.py",

@@ -6,6 +6,7 @@ rely on) run against real servers, with only the port changed.
 
 from __future__ import annotations
 
+import importlib
 import re
 import signal
 import subprocess
@@ -77,7 +78,13 @@ def test_license_is_the_apache_license_pyproject_names() -> None:
 
 
 def test_no_example_names_an_agent_that_does_not_exist() -> None:
-    assert "/a2a/pizza" not in README
+    # the agents of examples/ that the README serves are there
+    served = re.findall(r"--agent (\w+)=(examples\.\w+):(\w+)", README)
+    assert {agent for agent, _, _ in served} >= {"pizza", "calc"}
+    for _, module, attr in served:
+        assert hasattr(importlib.import_module(module), attr), f"{module}:{attr}"
+    # /a2a/pizza is the a2a-sdk example's, served as above
+    assert "--agent pizza=examples.a2a_sdk_pizza:PizzaExecutor" in README
 
 
 def test_the_sdk_snippet_sends_a_message_and_prints_the_answer(tmp_path: Path) -> None:

@@ -54,10 +54,15 @@ PIDS: dict[str, int] = {}
 
 @contextmanager
 def hub_process(
-    *agents: str, cwd: Path, store: str = "memory://", options: tuple[str, ...] = ()
+    *agents: str,
+    cwd: Path,
+    store: str = "memory://",
+    options: tuple[str, ...] = (),
+    start_timeout: float = 120,
 ) -> Iterator[str]:
     """``a2a-hub serve`` with ``agents`` (``--agent`` values) on a free port, over ``store``,
-    with more ``serve`` options; its base URL."""
+    with more ``serve`` options; its base URL (answering within ``start_timeout`` s: agents
+    that import large frameworks take longer on a loaded machine)."""
     port = free_port()
     args = [sys.executable, "-m", "a2a_hub", "serve", "--port", str(port)]
     args += ["--store", store, "--log-level", "warning", *options]
@@ -70,7 +75,7 @@ def hub_process(
     url = f"http://127.0.0.1:{port}"
     PIDS[url] = proc.pid
     try:
-        wait_http(f"{url}/healthz", proc, cwd / f"hub-{port}.log")
+        wait_http(f"{url}/healthz", proc, cwd / f"hub-{port}.log", start_timeout)
         yield url
     finally:
         PIDS.pop(url, None)
@@ -99,9 +104,9 @@ def mcp_http_server(cwd: Path) -> Iterator[str]:
         log.close()
 
 
-def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> None:
     # a hang guard, generous: a process importing an agent framework on a loaded machine
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
             raise AssertionError(f"process exited early:\n{log.read_text(errors='replace')}")
@@ -111,7 +116,7 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
         except httpx.HTTPError:
             pass
         if time.monotonic() > deadline:
-            raise AssertionError(f"{url} did not answer in 120 s")
+            raise AssertionError(f"{url} did not answer in {timeout:g} s")
         time.sleep(0.1)
 
 

@@ -6,8 +6,9 @@ through which it answers.  It answers in one of two ways:
 
 * **a message** — ``await updater.reply("hello")``: an immediate answer, no
   task is created (seed 000's first flow);
-* **a task** — ``start()``, then any number of ``working()`` / ``artifact()``
-  calls, then one of ``complete()``, ``fail()``, ``reject()`` (terminal) or
+* **a task** — ``start()`` (or ``submit()``: the task exists, not yet working), then any
+  number of ``working()`` / ``artifact()`` calls, then one of ``complete()``, ``fail()``,
+  ``reject()``, ``canceled()`` (terminal) or
   ``require_input()`` / ``require_auth()`` (the turn ends; the client continues
   the task by sending a message with its ``taskId``).
 
@@ -173,6 +174,8 @@ class _Run(Protocol):
 
     async def start(self) -> None: ...
 
+    def ensure_task(self) -> Task: ...
+
     async def set_status(
         self, state: TaskState, content: str | Sequence[Part] | Message | None
     ) -> None: ...
@@ -224,6 +227,13 @@ class TaskUpdater:
     async def start(self) -> None:
         """Create the task if needed and move it to ``working``."""
         await self._run.start()
+
+    async def submit(self) -> None:
+        """Create the task (state ``submitted``, the incoming message as its history) if it
+        does not exist yet, without starting it: the first thing a streaming client sees.
+        (:meth:`start` and the other calls create it too; this is for agents that announce
+        the task before they know what comes next, as an a2a-sdk executor does.)"""
+        self._run.ensure_task()
 
     async def working(
         self,
@@ -316,6 +326,11 @@ class TaskUpdater:
     async def reject(self, content: str | Sequence[Part] | Message | None = None) -> None:
         """Decline the task (terminal)."""
         await self._run.set_status(TaskState.REJECTED, content)
+
+    async def canceled(self, content: str | Sequence[Part] | Message | None = None) -> None:
+        """End the task as ``canceled`` (terminal) on the agent's own account (a client's
+        CancelTask needs no call: the engine ends the task itself)."""
+        await self._run.set_status(TaskState.CANCELED, content)
 
 
 class AgentExecutor(ABC):

@@ -209,6 +209,7 @@ class RemotePeer(Peer):
         connect_timeout: float = 10.0,
         streaming: bool = True,
         poll_interval: float = 0.1,
+        auth: httpx.Auth | None = None,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"a remote agent's url must be http(s)://…, not {url!r}")
@@ -221,6 +222,8 @@ class RemotePeer(Peer):
         self.connect_timeout = float(connect_timeout)
         self.want_streaming = streaming
         self.poll_interval = poll_interval
+        #: Per-request authentication (e.g. client-credentials tokens), or None.
+        self.auth = auth
         self._client: A2AClient | None = None
         self._http: httpx.AsyncClient | None = None
         self._lock = asyncio.Lock()
@@ -232,7 +235,9 @@ class RemotePeer(Peer):
                 from a2a_hub.client import A2AClient
 
                 timeout = self.connect_timeout
-                http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=timeout, read=None))
+                http = httpx.AsyncClient(
+                    timeout=httpx.Timeout(timeout, connect=timeout, read=None), auth=self.auth
+                )
                 try:
                     self._client = await A2AClient.connect(
                         self.url,

@@ -20,6 +20,9 @@ the remote card allows streaming, the remote's events are followed as they happe
 its artifact chunks and progress messages pass through at once; otherwise the message is
 sent non-blocking and the task polled.  Cancelling the local task cancels the remote one,
 while a turn runs (``cancel``) and while both wait for input (``cancel_waiting``).
+OAuth 2: with ``client_id``, ``client_secret`` and ``token_url`` (optional ``scope``,
+``audience``) every request to the remote carries a client-credentials bearer token,
+kept until shortly before it expires (:class:`~a2a_hub.client.oauth.ClientCredentials`).
 ``connect_timeout`` bounds connecting (seconds, default 10), ``timeout`` a whole turn
 (default 300); a remote failure, or a timeout, fails the local task with the reason.
 """
@@ -34,6 +37,7 @@ from a2a_hub.agents._options import unknown_options
 from a2a_hub.agents.links import HubLinks
 from a2a_hub.agents.peer import Outcome, PeerError, RemotePeer, run_turn
 from a2a_hub.client import user_message
+from a2a_hub.client.oauth import ClientCredentials
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater
 from a2a_hub.protocol.types import Part, StreamResponse, Task, TaskState
 
@@ -75,6 +79,11 @@ class RemoteExecutor(AgentExecutor):
         connect_timeout: float | str = 10.0,
         timeout: float | str = 300.0,
         streaming: bool | str = "auto",
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        token_url: str | None = None,
+        scope: str | None = None,
+        audience: str | None = None,
         links: HubLinks | None = None,
         **unknown: Any,
     ) -> None:
@@ -85,6 +94,16 @@ class RemoteExecutor(AgentExecutor):
         self.timeout = float(timeout)
         if self.timeout <= 0 or float(connect_timeout) <= 0:
             raise ValueError("timeout and connect_timeout must be positive numbers of seconds")
+        auth = None
+        if client_id or client_secret or token_url:
+            if not (client_id and client_secret and token_url):
+                raise ValueError(
+                    "kind 'remote': client credentials need client_id, client_secret and "
+                    "token_url together"
+                )
+            auth = ClientCredentials(
+                token_url, client_id, client_secret, scope=scope, audience=audience
+            )
         self.peer = RemotePeer(
             url,
             headers=headers,
@@ -93,6 +112,7 @@ class RemoteExecutor(AgentExecutor):
             transport=transport or None,
             connect_timeout=float(connect_timeout),
             streaming=flag(streaming),
+            auth=auth,
         )
         self.description = f"Forwards every message to the A2A agent at {self.peer.url}."
         #: local task id → remote task id, while a turn runs (for cancel)

@@ -10,6 +10,9 @@ Layout of :func:`create_app`'s routes::
     /admin/v1        (HubMount)         the admin API (server/admin.py; an admin key),
                                         behind the agent middleware list
     GET  /.well-known/jwks.json         keys that sign push notifications (also per agent)
+    GET  /.well-known/ai-catalog.json   the agents the caller may reach, public MCP servers
+    GET  /.well-known/oauth-protected-resource/a2a/{agent_id}
+                                        RFC 9728 metadata of an agent taking OIDC tokens
     /a2a/{agent_id}  (AgentMount)       the agent's routes, behind the agent middleware
     ""               (AgentMount)       the same routes for the default agent (root alias)
 
@@ -61,6 +64,7 @@ from a2a_hub.server.auth import ApiKeyMiddleware
 from a2a_hub.server.cards import agent_card, jwks, legacy_agent_card
 from a2a_hub.server.chat import chat_asset, chat_page
 from a2a_hub.server.conversations import context_messages
+from a2a_hub.server.discovery import ai_catalog, protected_resource
 from a2a_hub.server.errors import JSON, http_exception
 from a2a_hub.server.extensions import ExtensionsMiddleware
 from a2a_hub.server.health import healthz, readyz, version
@@ -336,6 +340,12 @@ def create_app(
         Route("/", index, methods=["GET"]),
         HubMount("/admin/v1", ADMIN_ROUTES, middleware=middleware),
         Route("/.well-known/jwks.json", jwks, methods=["GET"]),
+        Route("/.well-known/ai-catalog.json", ai_catalog, methods=["GET"]),
+        Route(
+            "/.well-known/oauth-protected-resource/a2a/{agent_id}",
+            protected_resource,
+            methods=["GET"],
+        ),
     ]
     if server.metrics:
         routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))

@@ -184,12 +184,16 @@ def _v01_encoder() -> Callable[[StreamResponse], dict[str, Any] | None]:
     return lambda event: v01.encode_stream_event(event, indexer)
 
 
-async def _extended_card(call: Call) -> Any:
+async def _extended_card(call: Call, v03: bool = False) -> Any:
     from a2a_hub.server.cards import extended_card_body
 
     if call.request is None:
         raise call.agent.no_extended_card()
-    return extended_card_body(call.request, call.agent, call.caller)
+    return extended_card_body(call.request, call.agent, call.caller, v03=v03)
+
+
+async def _extended_card_03(call: Call) -> Any:
+    return await _extended_card(call, v03=True)
 
 
 # --- 1.0 -----------------------------------------------------------------------------
@@ -527,7 +531,7 @@ V03: dict[str, Handler] = {
     "tasks/pushNotificationConfig/get": _push_get_03,
     "tasks/pushNotificationConfig/list": _push_list_03,
     "tasks/pushNotificationConfig/delete": _push_delete_03,
-    "agent/getAuthenticatedExtendedCard": _extended_card,
+    "agent/getAuthenticatedExtendedCard": _extended_card_03,
 }
 
 V01: dict[str, Handler] = {

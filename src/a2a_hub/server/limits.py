@@ -133,11 +133,10 @@ class Limits:
             if timer is not None and not timer.done():
                 timer.cancel()
                 await asyncio.gather(timer, return_exceptions=True)
-        elif storage is not None:
-            client: Any = getattr(storage, "storage", None)
-            close = getattr(client, "aclose", None)
-            if close is not None:
-                await close()
+        elif storage is not None:  # the redis-py client the library's bridge made
+            client: Any = getattr(getattr(storage, "bridge", None), "storage", None)
+            if client is not None:
+                await client.aclose()
 
     @asynccontextmanager
     async def serving(self) -> AsyncIterator[Limits]:

@@ -75,6 +75,7 @@ from benchlib import (
     show,
 )
 from benchlib import HUB_PYTHON as _HUB_PYTHON
+from oidc_issuer import AUDIENCE, BenchIssuer
 from rich.console import Console
 from rich.table import Table
 
@@ -149,6 +150,10 @@ class Scenario:
 
 
 SEND_10 = rpc_body("SendMessage", {"message": MSG_10})
+
+#: The ``send-auth`` scenario's issuer (started only when a2a-hub/oidc runs) and token.
+ISSUER = BenchIssuer(free_port())
+BEARER = f"Authorization: Bearer {ISSUER.token('bench')}"
 
 SCENARIOS = [
     Scenario(
@@ -238,6 +243,19 @@ SCENARIOS = [
         short="SendMessage\nPostgreSQL store",
     ),
     Scenario(
+        "send-auth",
+        "SendMessage 1.0 with a bearer token / an unreached rate limit",
+        [HUB, f"{HUB}/oidc", f"{HUB}/limited"],
+        "",
+        [JSON_CT, V10, BEARER],
+        SEND_10,
+        ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
+        baseline="send",
+        note="the same requests (token included) to a plain hub (ignores it), one verifying "
+        "it (auth = oidc) and one under a [[limits]] rate it never reaches",
+        short="SendMessage\nbearer / limit",
+    ),
+    Scenario(
         "grpc",
         "SendMessage 1.0 gRPC (blocking, memory)",
         [f"{HUB}/grpc", f"{SDK}/grpc", f"{JS}/grpc"],
@@ -275,9 +293,10 @@ def hub_server(
     agent: str = "echo",
     grpc_port: int | None = None,
     cli: Path = HUB_CLI,
+    env: dict[str, str] | None = None,
 ) -> Server:
     port = free_port()
-    spec = "echo" if agent == "echo" else f"{agent}=echo"
+    spec = agent if agent.startswith("echo") else f"{agent}=echo"
     argv = [
         str(cli),
         "serve",
@@ -296,7 +315,7 @@ def hub_server(
     ]
     if grpc_port is not None:
         argv += ["--grpc-port", str(grpc_port)]
-    return Server(key, argv, port, "/healthz")
+    return Server(key, argv, port, "/healthz", env=env or {})
 
 
 def build_targets(tmp: Path) -> dict[str, Target]:
@@ -335,6 +354,28 @@ def build_targets(tmp: Path) -> dict[str, Target]:
             PREFIX,
         ),
         f"{HUB}/sqlite": Target(hub_server(f"{HUB}/sqlite", sqlite_url), PREFIX, sqlite_url),
+        f"{HUB}/oidc": Target(
+            hub_server(
+                f"{HUB}/oidc",
+                "memory://",
+                "echo?auth=oidc",
+                env={
+                    "A2A_HUB_AUTH_OIDC_ISSUER": ISSUER.url,
+                    "A2A_HUB_AUTH_OIDC_AUDIENCE": AUDIENCE,
+                },
+            ),
+            PREFIX,
+            "memory://",
+        ),
+        f"{HUB}/limited": Target(
+            hub_server(
+                f"{HUB}/limited",
+                "memory://",
+                env={"A2A_HUB_LIMITS": "caller=*;rate=1000000/second"},
+            ),
+            PREFIX,
+            "memory://",
+        ),
         f"{HUB}/redis": Target(
             hub_server(f"{HUB}/redis", REDIS_URL, DB_AGENT), f"/a2a/{DB_AGENT}", REDIS_URL
         ),
@@ -901,6 +942,8 @@ def main() -> int:
     started: list[Target] = []
     entries: list[dict[str, Any]] = []
     durability: dict[str, Any] = {}
+    if f"{HUB}/oidc" in targets:
+        ISSUER.start()
     try:
         for key, t in targets.items():
             store_clean(t)  # what an earlier, interrupted run may have left
@@ -940,6 +983,7 @@ def main() -> int:
             }
             store_clean(t)
         shutil.rmtree(tmp, ignore_errors=True)
+        ISSUER.stop()
 
     ratios(entries)
     data: dict[str, Any] = {}  # a fresh file each run; bench/scale.py adds its part after this

@@ -252,7 +252,7 @@ SCENARIOS = [
         ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
         baseline="send",
         note="the same requests (token included) to a plain hub (ignores it), one verifying "
-        "it (auth = oidc) and one under a [[limits]] rate it never reaches",
+        "it (auth = oidc) and one under a limits rate it never reaches",
         short="SendMessage\nbearer / limit",
     ),
     Scenario(

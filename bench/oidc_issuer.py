@@ -37,7 +37,10 @@ class BenchIssuer:
     def _documents(self) -> dict[str, Any]:
         jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key()))
         return {
-            "/.well-known/openid-configuration": {"issuer": self.url, "jwks_uri": f"{self.url}/jwks"},
+            "/.well-known/openid-configuration": {
+                "issuer": self.url,
+                "jwks_uri": f"{self.url}/jwks",
+            },
             "/jwks": {"keys": [{**jwk, "kid": "bench", "use": "sig", "alg": "RS256"}]},
         }
 

@@ -281,3 +281,52 @@ async def test_the_extended_card_states_the_callers_limits(tmp_path: Path) -> No
         assert limits["params"]["limits"] == [
             {"method": "*", "rate": "100/second", "burst": 150, "maxRunning": 3}
         ]
+
+
+def test_limit_entries_are_checked_in_one_line() -> None:
+    from a2a_hub.settings import SettingsError, load_settings
+    from a2a_hub.settings.limits import parse_rate
+
+    assert parse_rate("20/second") == (20, 1.0)
+    assert parse_rate("1000/hour") == (1000, 3600.0)
+    assert parse_rate("5 per 10 minutes") == (5, 600.0)
+    env = {"A2A_HUB_LIMITS": "caller=alice;rate=3/minute;burst=6,caller=*;max_running=2"}
+    limits = load_settings(env=env).limits
+    assert limits == [
+        LimitSpec(caller="alice", rate="3/minute", burst=6),
+        LimitSpec(caller="*", max_running=2),
+    ]
+    for bad, why in (
+        ("rate=fast", "write COUNT/UNIT"),
+        ("caller=bob", "give rate and/or max_running"),
+        ("rate=1/second;max_running=0", "max_running must be at least 1"),
+        ("burst=3;max_running=1", "burst needs a rate"),
+    ):
+        with pytest.raises(SettingsError, match=why):
+            load_settings(env={"A2A_HUB_LIMITS": bad})
+    with pytest.raises(SettingsError, match="not an A2A method"):
+        limited = Settings.from_flat(
+            agents=[AgentSpec(id="e")], store="memory://", limits=["method=Send;rate=1/second"]
+        )
+        Hub(limited, store=MemoryStore())
+
+
+async def test_a_burst_widens_the_window_and_each_caller_counts_alone() -> None:
+    from a2a_hub.engine.caller import ANONYMOUS, Caller
+    from a2a_hub.protocol.errors import RateLimitedError
+    from a2a_hub.server.limits import Limits
+
+    limits = Limits([LimitSpec(caller="*", rate="2/hour", burst=4)], "memory://")
+    gate = limits.for_agent("echo")
+    assert gate is not None and limits.for_agent("other") is not None
+    alice = Caller(principal="alice", key_id="k1")
+    try:
+        for _ in range(4):  # the burst: 4 at once, then the average (2 an hour) holds
+            await gate.admit(alice, "SendMessage")
+        with pytest.raises(RateLimitedError) as refused:
+            await gate.admit(alice, "GetTask")  # method "*": one counter for every method
+        assert 3600 < refused.value.retry_after <= 7200
+        await gate.admit(ANONYMOUS, "SendMessage")  # another caller, its own counter
+        assert gate.max_running(alice) is None
+    finally:
+        await limits.close()

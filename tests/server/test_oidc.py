@@ -378,3 +378,17 @@ def _query() -> Any:
     from a2a_hub.stores.base import TaskQuery
 
     return TaskQuery(page_size=50)
+
+
+def test_the_issuer_must_be_https_except_on_loopback() -> None:
+    from a2a_hub.server.oidc import OidcVerifier
+    from a2a_hub.settings import AuthSettings, SettingsError
+
+    for good in ("https://login.example.com/realm", "http://127.0.0.1:8080", "http://localhost"):
+        OidcVerifier(AuthSettings(oidc_issuer=good, oidc_audience="a"))
+    with pytest.raises(SettingsError, match="must be an https"):
+        OidcVerifier(AuthSettings(oidc_issuer="http://login.example.com", oidc_audience="a"))
+    with pytest.raises(SettingsError, match="oidc_scopes"):
+        OidcVerifier(
+            AuthSettings(oidc_issuer="https://x.example", oidc_audience="a", oidc_scopes="root=x")
+        )

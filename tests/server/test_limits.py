@@ -193,7 +193,7 @@ async def test_a_shared_rate_refuses_the_excess_on_every_binding(redis_url: str)
                 assert r.status_code == 200, r.text
             r = await http.post(f"{b.url}/a2a/hourly/message:send", json=msg10("h5"))
             assert r.status_code == 429, r.text
-            assert int(r.headers["retry-after"]) > 60  # the hour's window
+            assert 1 <= int(r.headers["retry-after"]) <= 3600  # within the hour's window
             metrics = (await http.get(f"{b.url}/metrics")).text
             assert 'a2a_rate_limited_total{agent="hourly",method="SendMessage"} 1.0' in metrics
 

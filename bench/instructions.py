@@ -9,6 +9,8 @@ two values of N; the difference divided by the difference of N is the cost of on
 
     .venv/bin/python bench/instructions.py            # 1.0 and 0.3 sends, N = 100 and 400
     .venv/bin/python bench/instructions.py 1.0 50 250
+    .venv/bin/python bench/instructions.py 1.0+oidc     # with a bearer token checked (OIDC)
+    .venv/bin/python bench/instructions.py 1.0+limit    # under a [[limits]] rate not reached
 
 ``BENCH_TARGET`` picks what serves the sends: ``hub`` (the default, the echo agent),
 ``hub-sdk-executor`` (bench/sdk_server.py's a2a-sdk ``EchoExecutor`` hosted by a2a-hub, kind
@@ -62,12 +64,33 @@ async def _send(version: str, n: int) -> None:
 
     from a2a_hub import AgentSpec, Hub, Settings, create_app
 
+    version, _, variant = version.partition("+")
+    headers = {"A2A-Version": version}
     target = os.environ.get("BENCH_TARGET", "hub")
     spec = AgentSpec(id="echo", kind="echo")
     if target == "hub-sdk-executor":
         sys.path.insert(0, str(Path(__file__).parent))
         spec = AgentSpec(id="echo", kind="python", executor="sdk_server:EchoExecutor")
-    hub = Hub(Settings.from_flat(agents=[spec], store="memory://"))
+    flat: dict[str, object] = {}
+    issuer = None
+    if variant == "oidc":  # the agent takes OIDC tokens: the request carries one
+        import socket
+
+        from oidc_issuer import AUDIENCE, BenchIssuer
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        issuer = BenchIssuer(port)
+        issuer.start()
+        spec = AgentSpec(id="echo", kind="echo", auth="oidc")
+        flat = {"auth_oidc_issuer": issuer.url, "auth_oidc_audience": AUDIENCE}
+        headers["Authorization"] = f"Bearer {issuer.token('bench')}"
+    elif variant == "limit":  # every request counted against a rate it never reaches
+        flat = {"limits": ["caller=*;rate=1000000/second"]}
+    elif variant:
+        raise SystemExit(f"unknown variant {variant!r} (oidc, limit)")
+    hub = Hub(Settings.from_flat(agents=[spec], store="memory://", **flat))
     app: Any = create_app(hub)
     if target == "sdk":
         sys.path.insert(0, str(Path(__file__).parent))
@@ -82,11 +105,13 @@ async def _send(version: str, n: int) -> None:
             for i in range(n):
                 request = copy.deepcopy(body)
                 request["params"]["message"]["messageId"] = f"m{i}"  # type: ignore[index]
-                r = await http.post("/a2a/echo", json=request, headers={"A2A-Version": version})
+                r = await http.post("/a2a/echo", json=request, headers=headers)
                 if r.status_code != 200 or "completed" not in r.text.lower() or "rror" in r.text:
                     raise SystemExit(f"unexpected answer: {r.status_code} {r.text[:200]}")
     finally:
         await hub.close()
+        if issuer is not None:
+            issuer.stop()
 
 
 def _count(version: str, n: int) -> int:

@@ -75,6 +75,7 @@ from benchlib import (
     show,
 )
 from benchlib import HUB_PYTHON as _HUB_PYTHON
+from oidc_issuer import AUDIENCE, BenchIssuer
 from rich.console import Console
 from rich.table import Table
 
@@ -149,6 +150,10 @@ class Scenario:
 
 
 SEND_10 = rpc_body("SendMessage", {"message": MSG_10})
+
+#: The ``send-auth`` scenario's issuer (started only when a2a-hub/oidc runs) and token.
+ISSUER = BenchIssuer(free_port())
+BEARER = f"Authorization: Bearer {ISSUER.token('bench')}"
 
 SCENARIOS = [
     Scenario(
@@ -250,6 +255,19 @@ SCENARIOS = [
         short="SendMessage\nPostgreSQL store",
     ),
     Scenario(
+        "send-auth",
+        "SendMessage 1.0 with a bearer token / an unreached rate limit",
+        [HUB, f"{HUB}/oidc", f"{HUB}/limited"],
+        "",
+        [JSON_CT, V10, BEARER],
+        SEND_10,
+        ["TASK_STATE_COMPLETED", f"echo: {TEXT}"],
+        baseline="send",
+        note="the same requests (token included) to a plain hub (ignores it), one verifying "
+        "it (auth = oidc) and one under a limits rate it never reaches",
+        short="SendMessage\nbearer / limit",
+    ),
+    Scenario(
         "grpc",
         "SendMessage 1.0 gRPC (blocking, memory)",
         [f"{HUB}/grpc", f"{SDK}/grpc", f"{JS}/grpc"],
@@ -288,9 +306,10 @@ def hub_server(
     grpc_port: int | None = None,
     cli: Path = HUB_CLI,
     executor: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> Server:
     port = free_port()
-    spec = "echo" if agent == "echo" else f"{agent}=echo"
+    spec = agent if agent.startswith("echo") else f"{agent}=echo"
     argv = [
         str(cli),
         "serve",
@@ -312,7 +331,7 @@ def hub_server(
     if executor is not None:  # an executor by import path, from bench/ (kind python)
         argv[argv.index(spec)] = f"{agent}={executor}"
         argv += ["--app-dir", str(BENCH)]
-    return Server(key, argv, port, "/healthz")
+    return Server(key, argv, port, "/healthz", env=env or {})
 
 
 def build_targets(tmp: Path) -> dict[str, Target]:
@@ -354,6 +373,28 @@ def build_targets(tmp: Path) -> dict[str, Target]:
         # bench/sdk_server.py's EchoExecutor, the a2a-sdk's own executor, hosted by a2a-hub
         f"{HUB}/sdk-executor": Target(
             hub_server(f"{HUB}/sdk-executor", "memory://", executor="sdk_server:EchoExecutor"),
+            PREFIX,
+            "memory://",
+        ),
+        f"{HUB}/oidc": Target(
+            hub_server(
+                f"{HUB}/oidc",
+                "memory://",
+                "echo?auth=oidc",
+                env={
+                    "A2A_HUB_AUTH_OIDC_ISSUER": ISSUER.url,
+                    "A2A_HUB_AUTH_OIDC_AUDIENCE": AUDIENCE,
+                },
+            ),
+            PREFIX,
+            "memory://",
+        ),
+        f"{HUB}/limited": Target(
+            hub_server(
+                f"{HUB}/limited",
+                "memory://",
+                env={"A2A_HUB_LIMITS": "caller=*;rate=1000000/second"},
+            ),
             PREFIX,
             "memory://",
         ),
@@ -924,6 +965,8 @@ def main() -> int:
     started: list[Target] = []
     entries: list[dict[str, Any]] = []
     durability: dict[str, Any] = {}
+    if f"{HUB}/oidc" in targets:
+        ISSUER.start()
     try:
         for key, t in targets.items():
             store_clean(t)  # what an earlier, interrupted run may have left
@@ -963,6 +1006,7 @@ def main() -> int:
             }
             store_clean(t)
         shutil.rmtree(tmp, ignore_errors=True)
+        ISSUER.stop()
 
     ratios(entries)
     data: dict[str, Any] = {}  # a fresh file each run; bench/scale.py adds its part after this

@@ -114,6 +114,7 @@ PUBLIC: dict[str, list[str]] = {
         "DEFAULT_STORE",
         "ENV_PREFIX",
         "LLMSettings",
+        "LimitSpec",
         "LogLevel",
         "MCPServerSpec",
         "PushSettings",

@@ -47,6 +47,7 @@ __all__ = [
     "LLM_TOKENS",
     "PUSH_DELIVERIES",
     "PUSH_OUTBOX",
+    "RATE_LIMITED",
     "REGISTRY",
     "REQUEST_SECONDS",
     "STORE_FAILURES",
@@ -73,6 +74,7 @@ __all__ = [
     "llm_call",
     "llm_tokens",
     "observe_request",
+    "rate_limited",
     "run_began",
     "run_ended",
     "store_failed",
@@ -289,6 +291,11 @@ STREAM_REPLAYED = FastCounter(
     "resumes after Last-Event-ID, and catching up after falling behind.",
     [],
 )
+RATE_LIMITED = FastCounter(
+    "a2a_rate_limited_total",
+    "Requests refused by a [[limits]] rate or max_running cap, by agent and A2A method.",
+    ["agent", "method"],
+)
 STREAM_CUT_LOOSE = FastCounter(
     "a2a_stream_subscribers_cut_loose_total",
     "Stream subscribers that fell too far behind the live events and were cut loose "
@@ -433,6 +440,12 @@ def stream_cut_loose() -> None:
     """A subscriber was cut loose (see :data:`STREAM_CUT_LOOSE`)."""
     if _enabled:
         STREAM_CUT_LOOSE.inc(())
+
+
+def rate_limited(agent: str, method: str) -> None:
+    """One request refused by a limit (see :data:`RATE_LIMITED`)."""
+    if _enabled:
+        RATE_LIMITED.inc((agent, method))
 
 
 def count_error(binding: str, code: int, reason: str) -> None:

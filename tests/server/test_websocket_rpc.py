@@ -99,9 +99,9 @@ SDK_RESULTS: dict[str, type[Any]] = {
     "ListTasks": ListTasksResponse,
     "GetExtendedAgentCard": AgentCard,
 }
-#: Parsed as the SDK's client parses them (``parse_lenient``): the hub's card carries 0.3
-#: fields beside the 1.0 ones (``securitySchemes.*.type``), on every binding.
-LENIENT = {"GetExtendedAgentCard"}
+#: Parsed leniently (unknown fields ignored): none.  The extended card, a 1.0 method's answer,
+#: is strictly 1.0 (its security schemes without the 0.3 ``type`` fields).
+LENIENT: set[str] = set()
 
 
 def sdk_check(frame: dict[str, Any], method: str | None = None) -> None:

@@ -223,6 +223,7 @@ class RemotePeer(Peer):
         trusted: bool = False,
         card_check: CardCheck | None = None,
         card_refresh: float = 300.0,
+        auth: httpx.Auth | None = None,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"a remote agent's url must be http(s)://…, not {url!r}")
@@ -240,6 +241,8 @@ class RemotePeer(Peer):
         self.card_check = card_check
         self.card_refresh = card_refresh
         self._fetched = 0.0
+        #: Per-request authentication (e.g. client-credentials tokens), or None.
+        self.auth = auth
         self._client: A2AClient | None = None
         self._http: httpx.AsyncClient | None = None
         self._lock = asyncio.Lock()
@@ -275,6 +278,7 @@ class RemotePeer(Peer):
                     trusted=self.trusted,
                     what="remote agent URL",
                     timeout=httpx.Timeout(timeout, connect=timeout, read=None),
+                    auth=self.auth,
                 )
                 try:
                     self._client = await A2AClient.connect(

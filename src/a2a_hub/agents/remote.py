@@ -20,6 +20,9 @@ the remote card allows streaming, the remote's events are followed as they happe
 its artifact chunks and progress messages pass through at once; otherwise the message is
 sent non-blocking and the task polled.  Cancelling the local task cancels the remote one,
 while a turn runs (``cancel``) and while both wait for input (``cancel_waiting``).
+OAuth 2: with ``client_id``, ``client_secret`` and ``token_url`` (optional ``scope``,
+``audience``) every request to the remote carries a client-credentials bearer token,
+kept until shortly before it expires (:class:`~a2a_hub.client.oauth.ClientCredentials`).
 ``connect_timeout`` bounds connecting (seconds, default 10), ``timeout`` a whole turn
 (default 300); a remote failure, or a timeout, fails the local task with the reason.
 
@@ -46,6 +49,7 @@ from a2a_hub.agents.peer import Outcome, PeerError, RemotePeer, run_turn
 from a2a_hub.client import A2AClient, fetch_card, user_message
 from a2a_hub.client.card import CardRefusedError
 from a2a_hub.client.card_signature import CardCheck
+from a2a_hub.client.oauth import ClientCredentials
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater
 from a2a_hub.netpolicy import guarded_http
 from a2a_hub.protocol.errors import A2AError
@@ -94,6 +98,11 @@ class RemoteExecutor(AgentExecutor):
         card_signature: str = "off",
         card_keys: str | None = None,
         card_refresh: float | str = 300.0,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        token_url: str | None = None,
+        scope: str | None = None,
+        audience: str | None = None,
         links: HubLinks | None = None,
         **unknown: Any,
     ) -> None:
@@ -107,6 +116,16 @@ class RemoteExecutor(AgentExecutor):
         links = links or HubLinks()
         self.links = links
         self.card_check = CardCheck(card_signature, card_keys)
+        auth = None
+        if client_id or client_secret or token_url:
+            if not (client_id and client_secret and token_url):
+                raise ValueError(
+                    "kind 'remote': client credentials need client_id, client_secret and "
+                    "token_url together"
+                )
+            auth = ClientCredentials(
+                token_url, client_id, client_secret, scope=scope, audience=audience
+            )
         self.peer = RemotePeer(
             url,
             headers=headers,
@@ -119,6 +138,7 @@ class RemoteExecutor(AgentExecutor):
             trusted=links.configured,
             card_check=self.card_check,
             card_refresh=float(card_refresh),
+            auth=auth,
         )
         self.description = f"Forwards every message to the A2A agent at {self.peer.url}."
         #: local task id → remote task id, while a turn runs (for cancel)

@@ -25,6 +25,7 @@ from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.ending import cancel_stored_task, wait_until_ended
 from a2a_hub.engine.executor import AgentExecutor
 from a2a_hub.engine.flusher import Flusher
+from a2a_hub.engine.gate import Gate, RunningCount
 from a2a_hub.engine.generation import stamped
 from a2a_hub.engine.log import LogTrimmedError, TaskLog, not_found
 from a2a_hub.engine.pubsub import DEFAULT_FEED_BUFFER, Feed, FeedItem, PubSub
@@ -96,6 +97,8 @@ class TaskEngine:
         self.push = PushConfigs(agent_id, store)
         #: Where the turns run when not here: an API node's worker tier (``None``: here).
         self.dispatch: TurnDispatch | None = None
+        #: Rate limits and running-task caps (:mod:`a2a_hub.engine.gate`); ``None``: none.
+        self.gate: Gate | None = None
         if cluster is not None:
             cluster.engines[agent_id] = self
 
@@ -120,6 +123,8 @@ class TaskEngine:
         its first request produced, or refused if that request was another message
         (:mod:`a2a_hub.engine.claims`).
         """
+        if self.gate is not None:
+            await self.gate.admit(caller, "SendMessage")
         return await self._send(
             request, new_task_id, caller, extensions, idempotency_key, generation=False
         )
@@ -138,6 +143,8 @@ class TaskEngine:
         continued task's generation before its message is claimed (TaskGenerationMismatch).
         A message id (or ``idempotency_key``) already sent is answered with its task as it
         is now."""
+        if self.gate is not None:
+            await self.gate.admit(caller, "SendMessage")
         return await self._send(request, None, caller, extensions, idempotency_key, generation=True)
 
     async def _send(
@@ -231,6 +238,8 @@ class TaskEngine:
         """``SendStreamingMessage``: the events of the turn this message starts, live (for
         a claim key already used, ``idempotency_key`` or the message id: those of its first
         request's turn; refused if that request was another message)."""
+        if self.gate is not None:
+            await self.gate.admit(caller, "SendStreamingMessage")
         key = claim_key(request.message.message_id, idempotency_key)
         opened = await self._open(request, new_task_id, caller, extensions, idempotency_key, key)
         if isinstance(opened, MessageClaim):
@@ -275,9 +284,13 @@ class TaskEngine:
         inline = config.task_push_notification_config if config is not None else None
         if register and inline is not None:
             await self.push.check(inline)  # bad input fails before the message is claimed
-        opened = await self._runs.open(
-            request, new_task_id=new_task_id, caller=caller, extensions=extensions, key=key
-        )
+        cap = None if self.gate is None else self.gate.max_running(caller)
+        if cap is None:
+            opened = await self._runs.open(
+                request, new_task_id=new_task_id, caller=caller, extensions=extensions, key=key
+            )
+        else:
+            opened = await self._open_capped(request, new_task_id, caller, extensions, key, cap)
         if isinstance(opened, MessageClaim):
             return opened
         try:
@@ -293,6 +306,36 @@ class TaskEngine:
                 del self._runs[opened.task_id]
             raise
         return run
+
+    async def _open_capped(
+        self,
+        request: SendMessageRequest,
+        new_task_id: str | None,
+        caller: Caller,
+        extensions: frozenset[str],
+        key: str,
+        cap: int,
+    ) -> TaskRun | MessageClaim:
+        """:meth:`Runs.open` under the caller's ``max_running`` cap: a reservation taken
+        before the message is claimed (refused past the cap: nothing claimed), kept by the
+        run it opens, released when that run leaves the table."""
+        counter = self._runs.running
+        if counter is None:
+            counter = self._runs.running = RunningCount()
+        owner = caller.owner
+        counter.reserve(owner, cap, self.agent_id)
+        try:
+            opened = await self._runs.open(
+                request, new_task_id=new_task_id, caller=caller, extensions=extensions, key=key
+            )
+        except BaseException:
+            counter.cancel(owner)
+            raise
+        if isinstance(opened, MessageClaim):
+            counter.cancel(owner)
+        else:
+            counter.keep(owner, opened.task_id)
+        return opened
 
     async def _drive(self, run: TaskRun, *, answer: bool = False) -> None:
         """Drive ``run``; a direct reply of the agent is kept with the message's claim
@@ -323,6 +366,8 @@ class TaskEngine:
         through interrupted states (input-required, auth-required: the task is continued
         by a later message) and ends at a terminal state (A2A 1.0 §3.1.6).
         """
+        if self.gate is not None:
+            await self.gate.admit(caller, "SubscribeToTask")
         run = self._runs.get(task_id)
         stream = TaskStream(self.log, self.pubsub, task_id, after=after)
         stream.until_terminal = True
@@ -374,6 +419,8 @@ class TaskEngine:
         self, task_id: str, history_length: int | None = None, *, caller: Caller = ANONYMOUS
     ) -> Task:
         """``GetTask``: the newest snapshot, history trimmed to ``history_length``."""
+        if self.gate is not None:
+            await self.gate.admit(caller, "GetTask")
         check_history_length(history_length)
         run = self._runs.get(task_id)
         written = None if run is None else run.stored()  # what is shown is in the store
@@ -399,6 +446,8 @@ class TaskEngine:
         moves past it, or after ``wait`` seconds with the task as it is.  It waits on the
         task's topic (and, for a task running on another instance, on the coordinator's
         event wake-ups), as a subscription does."""
+        if self.gate is not None:
+            await self.gate.admit(caller, "GetTask")
         check_history_length(history_length)
         if current_generation is not None and current_generation < 0:
             raise InvalidParamsError("currentGeneration must be 0 or more")
@@ -438,6 +487,8 @@ class TaskEngine:
     ) -> ListTasksResponse:
         """``ListTasks``: newest first, filtered, paged; only the caller's own tasks unless
         it sees every task."""
+        if self.gate is not None:
+            await self.gate.admit(caller, "ListTasks")
         query = task_query(request, None if caller.sees_all else caller.owner)
         page = await self.store.list_tasks(self.agent_id, query)
         include = bool(request.include_artifacts)
@@ -457,6 +508,8 @@ class TaskEngine:
 
     async def cancel_task(self, task_id: str, *, caller: Caller = ANONYMOUS) -> Task:
         """``CancelTask``: stop the executor if it runs, and end the task ``canceled``."""
+        if self.gate is not None:
+            await self.gate.admit(caller, "CancelTask")
         _check_invoke(caller)
         if self.dispatch is not None:
             return await self._cancel_elsewhere(task_id, caller, self.dispatch)
@@ -553,6 +606,8 @@ class TaskEngine:
     ) -> TaskPushNotificationConfig:
         """``CreateTaskPushNotificationConfig`` for ``config.task_id`` (an id is given if it
         has none); returns the stored config, masked."""
+        if self.gate is not None:
+            await self.gate.admit(caller, "CreateTaskPushNotificationConfig")
         _check_invoke(caller)
         task_id = config.task_id or ""
         await self.push.check(config)
@@ -582,6 +637,8 @@ class TaskEngine:
         self, task_id: str, config_id: str, *, caller: Caller = ANONYMOUS
     ) -> TaskPushNotificationConfig:
         """``GetTaskPushNotificationConfig``, masked; unknown ids answer not found."""
+        if self.gate is not None:
+            await self.gate.admit(caller, "GetTaskPushNotificationConfig")
         await self._visible(task_id, caller)
         config = await self.store.get_push_config(self.agent_id, task_id, config_id)
         if config is None:
@@ -592,6 +649,8 @@ class TaskEngine:
         self, task_id: str, *, caller: Caller = ANONYMOUS
     ) -> list[TaskPushNotificationConfig]:
         """``ListTaskPushNotificationConfigs``, in creation order, masked."""
+        if self.gate is not None:
+            await self.gate.admit(caller, "ListTaskPushNotificationConfigs")
         await self._visible(task_id, caller)
         return [masked(c) for c in await self.store.list_push_configs(self.agent_id, task_id)]
 
@@ -599,6 +658,8 @@ class TaskEngine:
         self, task_id: str, config_id: str, *, caller: Caller = ANONYMOUS
     ) -> None:
         """``DeleteTaskPushNotificationConfig``; deleting an unknown config is not found."""
+        if self.gate is not None:
+            await self.gate.admit(caller, "DeleteTaskPushNotificationConfig")
         _check_invoke(caller)
         await self._visible(task_id, caller)
         if not await self.store.delete_push_config(self.agent_id, task_id, config_id):

@@ -23,6 +23,7 @@ from a2a_hub.engine.claims import Claims, key_reused, send_digest
 from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.executor import AgentExecutor, RequestContext
 from a2a_hub.engine.flusher import Flusher
+from a2a_hub.engine.gate import RunningCount
 from a2a_hub.engine.generation import check_generation
 from a2a_hub.engine.log import CONTINUE_HINT, not_found
 from a2a_hub.engine.pubsub import PubSub
@@ -76,6 +77,8 @@ class Runs(dict[str, TaskRun]):
         self.claims: Claims | None = None
         #: Task id -> the (owner, claim key) and claim of the message its run serves.
         self._claimed: dict[str, tuple[tuple[str | None, str], MessageClaim]] = {}
+        #: Running tasks per owner, kept only once a ``max_running`` cap applies.
+        self.running: RunningCount | None = None
 
     async def open(
         self,
@@ -260,6 +263,8 @@ class Runs(dict[str, TaskRun]):
         run = self[task_id]
         super().__delitem__(task_id)
         self._claimed.pop(task_id, None)
+        if self.running is not None:
+            self.running.ended(task_id)
         began = self._began.pop(task_id, None)
         if began is not None:
             metrics.run_ended(self.agent_id, began, run.task)

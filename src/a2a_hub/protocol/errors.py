@@ -9,6 +9,7 @@ stack trace.
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "PushNotificationNotSupportedError",
+    "RateLimitedError",
     "ResourceNotFoundError",
     "StoreUnavailableError",
     "TaskGenerationMismatchError",
@@ -326,6 +328,42 @@ class PermissionDeniedError(A2AError):
     default_message = "This API key does not open this agent"
 
 
+class RateLimitedError(A2AError):
+    """The caller is over a ``[[limits]]`` rate or ``max_running`` cap: retry after
+    ``retry_after`` seconds.  HTTP 429 with ``Retry-After`` (JSON-RPC too: its error's data
+    carries a google.rpc ``RetryInfo``), gRPC ``RESOURCE_EXHAUSTED`` with ``RetryInfo`` in
+    the status details, a WebSocket ``error`` event with ``retry_after``."""
+
+    code = -32029
+    http_status = 429
+    reason = "RATE_LIMITED"
+    ws_code = "rate_limited"
+    grpc_status = "RESOURCE_EXHAUSTED"
+    default_message = "Too many requests: retry later"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        retry_after: float = 1.0,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        self.retry_after = max(0.001, float(retry_after))
+        super().__init__(message, data={"retryAfter": f"{self.retry_after:.3f}", **(data or {})})
+
+    def retry_info(self) -> dict[str, Any]:
+        """The google.rpc ``RetryInfo`` detail (``retryDelay`` as a protobuf Duration)."""
+        return {
+            "@type": "type.googleapis.com/google.rpc.RetryInfo",
+            "retryDelay": f"{self.retry_after:.3f}s",
+        }
+
+    @property
+    def retry_after_header(self) -> str:
+        """The ``Retry-After`` header: whole seconds, at least 1."""
+        return str(max(1, math.ceil(self.retry_after)))
+
+
 _BY_CODE: dict[int, type[A2AError]] = {
     cls.code: cls
     for cls in (
@@ -344,6 +382,7 @@ _BY_CODE: dict[int, type[A2AError]] = {
         ExtensionSupportRequiredError,
         VersionNotSupportedError,
         TaskGenerationMismatchError,
+        RateLimitedError,
     )
 }
 

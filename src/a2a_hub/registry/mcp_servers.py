@@ -23,6 +23,8 @@ class McpServer(msgspec.Struct, kw_only=True, omit_defaults=True):
     command: list[str] | None = None
     url: str | None = None
     headers: dict[str, str] | None = None
+    #: Listed in the hub's AI catalog (``/.well-known/ai-catalog.json``).
+    public: bool = False
 
 
 def _mcp(row: Any) -> McpServer:
@@ -32,6 +34,7 @@ def _mcp(row: Any) -> McpServer:
         command=None if row.command is None else json.loads(row.command),
         url=row.url,
         headers=None if row.headers is None else json.loads(row.headers),
+        public=bool(row.public),
     )
 
 
@@ -64,6 +67,7 @@ class RegistryMcpServers(RegistryBase):
             "url": server.url,
             "headers": None if server.headers is None else json.dumps(server.headers),
             "updated_at": time.time(),
+            "public": 1 if server.public else 0,
         }
         async with self.engine.begin() as conn:
             done = (

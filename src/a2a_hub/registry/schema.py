@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Table,
     select,
+    text,
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -38,7 +39,7 @@ __all__ = [
 
 #: Version of the registry schema this code writes.  Bump it and add an entry to
 #: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
-REGISTRY_SCHEMA_VERSION = 1
+REGISTRY_SCHEMA_VERSION = 2
 
 _PG_SCHEMA_LOCK = 0x0A2A_0BEE  # pg_advisory_xact_lock key serialising registry setup
 
@@ -120,13 +121,19 @@ mcp_servers = Table(
     Column("url", String, nullable=True),  # streamable-http
     Column("headers", String, nullable=True),  # JSON object
     Column("updated_at", Double, nullable=False),
+    Column("public", Integer, nullable=True),  # v2: 1 = listed in the AI catalog
 )
 
 _TABLES = (api_keys, agents, conversations, messages, mcp_servers)
 
 
 # Upgrades, keyed by the version they produce; each runs inside the setup transaction.
-_MIGRATIONS: dict[int, Step] = {}
+async def _v2_public_mcp_servers(conn: AsyncConnection) -> None:
+    """v2: MCP servers may be marked public (listed in /.well-known/ai-catalog.json)."""
+    await conn.execute(text(f"ALTER TABLE {mcp_servers.name} ADD COLUMN public INTEGER"))
+
+
+_MIGRATIONS: dict[int, Step] = {2: _v2_public_mcp_servers}
 
 
 async def _read_version(conn: AsyncConnection) -> int | None:

@@ -13,6 +13,9 @@ Layout of :func:`create_app`'s routes::
     /llm/v1          (HubMount)         the hub's LLM, OpenAI-compatible (server/llm_api.py),
                                         behind the same list (a key when auth is on)
     GET  /.well-known/jwks.json         keys that sign push notifications (also per agent)
+    GET  /.well-known/ai-catalog.json   the agents the caller may reach, public MCP servers
+    GET  /.well-known/oauth-protected-resource/a2a/{agent_id}
+                                        RFC 9728 metadata of an agent taking OIDC tokens
     /a2a/{agent_id}  (AgentMount)       the agent's routes, behind the agent middleware
     ""               (AgentMount)       the same routes for the default agent (root alias)
 
@@ -65,6 +68,7 @@ from a2a_hub.server.cards import agent_card, jwks, legacy_agent_card
 from a2a_hub.server.chat import chat_asset, chat_page
 from a2a_hub.server.console import UI_API_ROUTES, UI_PAGE_ROUTES
 from a2a_hub.server.conversations import context_messages
+from a2a_hub.server.discovery import ai_catalog, protected_resource
 from a2a_hub.server.errors import JSON, http_exception
 from a2a_hub.server.extensions import ExtensionsMiddleware
 from a2a_hub.server.health import healthz, readyz, version
@@ -342,6 +346,12 @@ def create_app(
         HubMount("/admin/v1", ADMIN_ROUTES, middleware=middleware),
         HubMount("/llm/v1", LLM_ROUTES, middleware=[Middleware(HubTokenMiddleware), *middleware]),
         Route("/.well-known/jwks.json", jwks, methods=["GET"]),
+        Route("/.well-known/ai-catalog.json", ai_catalog, methods=["GET"]),
+        Route(
+            "/.well-known/oauth-protected-resource/a2a/{agent_id}",
+            protected_resource,
+            methods=["GET"],
+        ),
     ]
     if server.metrics:
         routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))

@@ -1,4 +1,4 @@
-"""API-key authentication: the caller of a request from its ``X-API-Key`` / Bearer key.
+"""Authentication: the caller of a request from its ``X-API-Key`` / Bearer key or token.
 
 :class:`ApiKeyMiddleware` is the hub's :class:`~a2a_hub.server.caller.CallerMiddleware`.
 For an agent that requires keys (``auth = "api-key"`` on the agent, or the
@@ -22,6 +22,11 @@ scopes it needs (the admin API: ``admin``).
 The policy itself, which agents need a key, is the hub's :class:`KeyPolicy`
 (``hub.auth``), used by every binding (HTTP here, gRPC metadata, WebSocket frames).
 
+OpenID Connect: on a hub with ``auth.oidc_issuer``, a bearer credential shaped like a JWT
+is checked by :class:`~a2a_hub.server.oidc.OidcVerifier` (agents with ``auth = "oidc"``
+or ``"api-key|oidc"``, open agents, the hub's own routes); its 401 answers point at the
+agent's RFC 9728 metadata (``WWW-Authenticate: Bearer … resource_metadata="…"``).
+
 Looked-up keys are cached in the process for ``auth.cache_seconds`` (1 s by
 default): a key revoked on another instance sharing the registry stops working
 here within that bound; revoked through this process's :class:`Authenticator`
@@ -41,11 +46,13 @@ from a2a_hub.protocol.errors import PermissionDeniedError, UnauthenticatedError
 from a2a_hub.registry import KeyInfo, Registry
 from a2a_hub.server.caller import KEY_IN_FIRST_FRAME, CallerMiddleware
 from a2a_hub.server.hosted import HostedAgent
+from a2a_hub.server.oidc import OidcVerifier, looks_like_jwt
 from a2a_hub.server.scope import HUB_ROUTE
 from a2a_hub.settings import AuthSettings
 
 __all__ = [
     "KEY_SUBPROTOCOL",
+    "RESOURCE_METADATA_PATH",
     "ApiKeyMiddleware",
     "Authenticator",
     "KeyPolicy",
@@ -59,6 +66,8 @@ _PUBLIC_SUFFIXES = (
     "/.well-known/agent.json",
     "/.well-known/jwks.json",
 )
+#: Where the RFC 9728 protected-resource metadata of an agent is served (+ ``/a2a/{id}``).
+RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
 _CHAT_FILES = ("/chat/chat.js", "/chat/chat.css")
 
 
@@ -133,10 +142,13 @@ class Authenticator:
 
 
 class KeyPolicy:
-    """The hub's auth policy: which agents need an API key, and the caller of a request.
+    """The hub's auth policy: which agents need a credential, and the caller of a request.
 
     ``agents`` is the hub's live table (read at each call, so agents added later follow
-    their own ``auth``); ``authenticator`` is ``None`` on a hub without a registry.
+    their own ``auth``); ``authenticator`` is ``None`` on a hub without a registry, ``oidc``
+    ``None`` on a hub without an OpenID Connect issuer.  A credential shaped like a JWT
+    goes to ``oidc`` on an agent that accepts tokens (``auth = "oidc"`` or
+    ``"api-key|oidc"``, or an open one), any other to the API keys.
     """
 
     def __init__(
@@ -144,17 +156,45 @@ class KeyPolicy:
         settings: AuthSettings,
         agents: Mapping[str, HostedAgent],
         authenticator: Authenticator | None = None,
+        oidc: OidcVerifier | None = None,
     ) -> None:
         self.settings = settings
         self.agents = agents
         self.authenticator = authenticator
+        self.oidc = oidc
+
+    def _auth(self, agent_id: str | None) -> str | None:
+        agent = self.agents.get(agent_id) if agent_id is not None else None
+        return agent.spec.auth if agent is not None else None
 
     def requires_key(self, agent_id: str | None) -> bool:
-        """Whether requests to that agent need an API key."""
+        """Whether requests to that agent need a credential (an API key or a token)."""
         if self.settings.require_keys:
             return True
-        agent = self.agents.get(agent_id) if agent_id is not None else None
-        return agent is not None and agent.spec.auth == "api-key"
+        return self._auth(agent_id) is not None
+
+    def accepts_keys(self, agent_id: str | None) -> bool:
+        """Whether the agent takes API keys (every agent but an ``oidc``-only one)."""
+        return self._auth(agent_id) != "oidc"
+
+    def accepts_tokens(self, agent_id: str | None) -> bool:
+        """Whether the agent takes OIDC bearer tokens (``oidc``, ``api-key|oidc``)."""
+        auth = self._auth(agent_id)
+        return self.oidc is not None and auth is not None and "oidc" in auth
+
+    def challenge(self, agent_id: str | None) -> str | None:
+        """The RFC 9728 resource-metadata path for a 401 of that agent (``None``: it takes
+        no tokens)."""
+        if agent_id is None or not self.accepts_tokens(agent_id):
+            return None
+        return f"{RESOURCE_METADATA_PATH}/a2a/{agent_id}"
+
+    def _refusal(self, agent_id: str | None, err: UnauthenticatedError) -> UnauthenticatedError:
+        """``err`` carrying the agent's resource-metadata pointer (for ``WWW-Authenticate``)."""
+        pointer = self.challenge(agent_id)
+        if pointer is not None:
+            err.data = {**(err.data or {}), "resourceMetadata": pointer}
+        return err
 
     @property
     def open(self) -> bool:
@@ -166,12 +206,30 @@ class KeyPolicy:
         :data:`ANONYMOUS` on an open agent without a key, the key's caller, or
         :class:`UnauthenticatedError` (401 / gRPC UNAUTHENTICATED) /
         :class:`PermissionDeniedError` (403 / PERMISSION_DENIED)."""
+        try:
+            return await self._caller(agent_id, key)
+        except UnauthenticatedError as err:
+            raise self._refusal(agent_id, err) from None
+
+    async def _caller(self, agent_id: str | None, key: str | None) -> Caller:
         if key is None:
             if not self.requires_key(agent_id):
                 return ANONYMOUS
+            if not self.accepts_keys(agent_id):
+                raise UnauthenticatedError(
+                    f"Agent {agent_id!r} requires an OpenID Connect bearer token: send "
+                    "Authorization: Bearer TOKEN"
+                )
             raise UnauthenticatedError(
                 f"Agent {agent_id!r} requires an API key: send X-API-Key: KEY or "
                 "Authorization: Bearer KEY"
+            )
+        oidc = self.oidc
+        if oidc is not None and looks_like_jwt(key) and self._auth(agent_id) != "api-key":
+            return await oidc.caller(key)
+        if not self.accepts_keys(agent_id):
+            raise UnauthenticatedError(
+                f"Agent {agent_id!r} accepts OpenID Connect bearer tokens only, not API keys"
             )
         authenticator = self.authenticator
         if authenticator is None:
@@ -187,7 +245,11 @@ class KeyPolicy:
         """The caller of a request to the hub itself (no agent): :data:`ANONYMOUS` without
         a key or on a hub without API keys, else the key's caller or
         :class:`UnauthenticatedError`."""
-        if key is None or self.authenticator is None:
+        if key is None:
+            return ANONYMOUS
+        if self.oidc is not None and looks_like_jwt(key):
+            return await self.oidc.caller(key)
+        if self.authenticator is None:
             return ANONYMOUS
         return await self.authenticator.caller(key)
 

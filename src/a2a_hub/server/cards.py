@@ -41,6 +41,7 @@ from a2a_hub.protocol.errors import InvalidParamsError, UnauthenticatedError
 from a2a_hub.protocol.types import (
     AgentCapabilities,
     AgentCard,
+    AgentExtension,
     AgentInterface,
     AgentSkill,
     APIKeySecurityScheme,
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CARD_CACHE_CONTROL",
+    "LIMITS_EXTENSION",
     "agent_card",
     "build_card",
     "card_bytes",
@@ -71,6 +73,9 @@ __all__ = [
 ]
 
 CARD_CACHE_CONTROL = "public, max-age=300"
+
+#: The extension of the extended card stating the caller's ``[[limits]]`` (``params.limits``).
+LIMITS_EXTENSION = "urn:a2a-hub:ext:limits:v1"
 _enc = msgspec.json.Encoder()
 
 
@@ -165,22 +170,49 @@ _SCHEMES_03: dict[str, dict[str, Any]] = {
 }
 
 
-def secure_card(card: AgentCard) -> dict[str, Any]:
-    """The card as JSON-ready builtins, listing the API-key schemes for 1.0 and 0.3 clients.
+def _oidc_schemes(url: str) -> tuple[SecurityScheme, dict[str, Any]]:
+    """The ``openIdConnect`` scheme of an issuer's discovery ``url``: 1.0 and 0.3 forms."""
+    description = "A bearer token (JWT) of this OpenID Connect issuer"
+    scheme = SecurityScheme(
+        open_id_connect_security_scheme={"openIdConnectUrl": url, "description": description}
+    )
+    # the 0.3 fields say what the 1.0 ones say (see _SCHEMES_03: signatures hold for both)
+    legacy = {"type": "openIdConnect", "openIdConnectUrl": url, "description": description}
+    return scheme, legacy
 
-    1.0: ``securitySchemes`` (``apiKeySecurityScheme``, ``httpAuthSecurityScheme``) and
-    ``securityRequirements``; 0.3: the same ``securitySchemes`` entries also carry the
-    OpenAPI-style ``type``/``in``/``name``/``scheme`` fields, and ``security`` lists the
-    alternatives (each reader ignores the other's fields).
+
+def secure_card(
+    card: AgentCard,
+    *,
+    keys: bool = True,
+    oidc_url: str | None = None,
+    v03: bool = True,
+) -> dict[str, Any]:
+    """The card as JSON-ready builtins, listing the schemes the agent accepts: API keys
+    (``keys``) and/or the ``openIdConnect`` scheme of ``oidc_url``.
+
+    1.0: ``securitySchemes`` (``apiKeySecurityScheme``, ``httpAuthSecurityScheme``,
+    ``openIdConnectSecurityScheme``) and ``securityRequirements`` (alternatives); with
+    ``v03`` (the well-known card, read by 0.3 clients too) the same ``securitySchemes``
+    entries also carry the OpenAPI-style ``type``/``in``/``name``/``scheme``/
+    ``openIdConnectUrl`` fields, and ``security`` lists the alternatives (the 1.0 SDK's card
+    resolver maps those legacy fields itself).  Without ``v03`` (the answer of the 1.0
+    method ``GetExtendedAgentCard``) the schemes are strictly 1.0: a protobuf parser that
+    rejects unknown fields reads them.
     """
-    card.security_schemes = dict(_SCHEMES_10)
+    schemes: dict[str, SecurityScheme] = dict(_SCHEMES_10) if keys else {}
+    legacy: dict[str, dict[str, Any]] = dict(_SCHEMES_03) if keys else {}
+    if oidc_url is not None:
+        schemes["oidc"], legacy["oidc"] = _oidc_schemes(oidc_url)
+    card.security_schemes = schemes
     card.security_requirements = [
-        SecurityRequirement(schemes={name: StringList()}) for name in _SCHEMES_10
+        SecurityRequirement(schemes={name: StringList()}) for name in schemes
     ]
     body: dict[str, Any] = msgspec.to_builtins(card)
-    for name, extra in _SCHEMES_03.items():
-        body["securitySchemes"][name].update(extra)
-    body["security"] = [{name: []} for name in _SCHEMES_03]
+    if v03:
+        for name, extra in legacy.items():
+            body["securitySchemes"][name].update(extra)
+        body["security"] = [{name: []} for name in legacy]
     return body
 
 
@@ -196,14 +228,35 @@ def _remember(agent: HostedAgent, key: str, body: bytes) -> tuple[bytes, str]:
 
 
 def _card_json(
-    card: AgentCard, secured: bool, extended: bool, key: SigningKey | None = None
+    card: AgentCard,
+    secured: bool,
+    extended: bool,
+    key: SigningKey | None = None,
+    *,
+    keys: bool = True,
+    oidc_url: str | None = None,
+    v03: bool = True,
 ) -> Any:
-    body: dict[str, Any] = secure_card(card) if secured else msgspec.to_builtins(card)
-    if extended:  # the 0.3 name of capabilities.extendedAgentCard
+    if not secured and not extended and key is None:
+        return card
+    body: dict[str, Any] = (
+        secure_card(card, keys=keys, oidc_url=oidc_url, v03=v03)
+        if secured
+        else msgspec.to_builtins(card)
+    )
+    if extended and v03:  # the 0.3 name of capabilities.extendedAgentCard
         body["supportsAuthenticatedExtendedCard"] = True
     if key is not None:
         sign_card(body, key, _jwks_url(card))
     return body
+
+
+def _schemes_of(hub: Any, agent: HostedAgent) -> tuple[bool, bool, str | None]:
+    """Whether the agent needs a credential, takes API keys, and the OIDC discovery URL
+    when it takes tokens."""
+    policy = hub.auth
+    oidc_url = policy.oidc.discovery_url if policy.accepts_tokens(agent.id) else None
+    return policy.requires_key(agent.id), policy.accepts_keys(agent.id), oidc_url
 
 
 def _jwks_url(card: AgentCard) -> str:
@@ -239,24 +292,37 @@ def _b64(data: bytes) -> str:
 
 
 def card_bytes(
-    agent: HostedAgent, base_url: str, secured: bool = False, key: SigningKey | None = None
+    agent: HostedAgent,
+    base_url: str,
+    secured: bool = False,
+    key: SigningKey | None = None,
+    *,
+    keys: bool = True,
+    oidc_url: str | None = None,
 ) -> tuple[bytes, str]:
     """Encoded 1.0 card and its ETag, cached per base URL and signing key; ``secured``: the
-    agent requires API keys (the card lists the schemes, see :func:`secure_card`);
-    ``key``: the key signing it (``None``: unsigned)."""
-    cache_key = f"1.0 {secured:d} {key.kid if key else '-'} {base_url}"
+    agent requires a credential (the card lists the schemes, see :func:`secure_card`: API
+    keys with ``keys``, the ``openIdConnect`` scheme of ``oidc_url``); ``key``: the key
+    signing it (``None``: unsigned)."""
+    cache_key = f"1.0 {secured:d}{keys:d}{oidc_url} {key.kid if key else '-'} {base_url}"
     cached = agent.cards.get(cache_key)
     if cached is None:
         card = build_card(agent, base_url)
         extended = agent.spec.extended_skills is not None
-        body = _enc.encode(_card_json(card, secured, extended, key))
+        body = _enc.encode(
+            _card_json(card, secured, extended, key, keys=keys, oidc_url=oidc_url)
+        )
         cached = _remember(agent, cache_key, body)
     return cached
 
 
-def extended_card_body(request: Request, agent: HostedAgent, caller: Caller) -> Any:
-    """The extended card (the public one plus ``extended_skills``) for an authenticated
-    caller: -32007 when none is configured, 401 for an anonymous caller."""
+def extended_card_body(
+    request: Request, agent: HostedAgent, caller: Caller, *, v03: bool = False
+) -> Any:
+    """The extended card (the public one plus ``extended_skills``, and the caller's
+    ``[[limits]]`` as the capability extension :data:`LIMITS_EXTENSION`) for an
+    authenticated caller: -32007 when none is configured, 401 for an anonymous caller.
+    Strictly 1.0 (``v03``: with the 0.3 fields, for the 0.3 method)."""
     extra = agent.spec.extended_skills
     if extra is None:
         raise agent.no_extended_card()
@@ -273,7 +339,24 @@ def extended_card_body(request: Request, agent: HostedAgent, caller: Caller) -> 
         card.skills = [*card.skills, *(msgspec.convert(s, AgentSkill) for s in extra)]
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(f"agent {agent.id!r}: bad extended_skills: {exc}") from None
-    return _card_json(card, hub.auth.requires_key(agent.id), True, hub.signing_keys.current)
+    gate = agent.engine.gate
+    describe = getattr(gate, "describe", None)
+    if describe is not None:
+        mine = describe(caller)
+        if mine:
+            card.capabilities.extensions = [
+                *(card.capabilities.extensions or []),
+                AgentExtension(
+                    uri=LIMITS_EXTENSION,
+                    description="The rate limits and running-task caps of this caller",
+                    params={"limits": mine},
+                ),
+            ]
+    if not v03:
+        card.url = card.preferred_transport = card.protocol_version = None
+    secured, keys, oidc_url = _schemes_of(hub, agent)
+    key = hub.signing_keys.current
+    return _card_json(card, secured, True, key, keys=keys, oidc_url=oidc_url, v03=v03)
 
 
 def legacy_card_bytes(
@@ -321,11 +404,11 @@ async def _serve(request: Request, legacy: bool) -> Response:
     agent = agent_of(request, hub)
     aliased = "agent_id" not in request.scope["path_params"]  # the root alias: the root's URL
     url = base_url(request, hub, None if aliased else agent)
-    secured = hub.auth.requires_key(agent.id)
+    secured, keys, oidc_url = _schemes_of(hub, agent)
     body, etag = (
         legacy_card_bytes(agent, url, secured)
         if legacy
-        else card_bytes(agent, url, secured, hub.signing_keys.current)
+        else card_bytes(agent, url, secured, hub.signing_keys.current, keys=keys, oidc_url=oidc_url)
     )
     headers = card_headers(agent, etag)
     if not_modified(request.headers, etag, agent.card_modified):

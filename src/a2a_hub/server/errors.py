@@ -37,6 +37,7 @@ from a2a_hub.protocol.errors import (
     A2AError,
     InternalError,
     MethodNotAllowedError,
+    RateLimitedError,
     ResourceNotFoundError,
 )
 from a2a_hub.server.scope import HUB_ROUTE
@@ -47,6 +48,8 @@ _AGENT_URL = re.compile(r"/a2a/[^/]+/?")
 __all__ = [
     "JSON",
     "WWW_AUTHENTICATE",
+    "challenge",
+    "details",
     "encode_error",
     "error_body",
     "error_info",
@@ -138,12 +141,44 @@ def error_info(err: A2AError) -> dict[str, Any]:
     }
 
 
+def details(err: A2AError) -> list[dict[str, Any]]:
+    """The google.rpc details of an error: its ``ErrorInfo``, and a rate limit's
+    ``RetryInfo``."""
+    found = [error_info(err)]
+    if isinstance(err, RateLimitedError):
+        found.append(err.retry_info())
+    return found
+
+
+def challenge(scope: Scope, err: A2AError) -> str:
+    """The ``WWW-Authenticate`` of a 401: with the agent's RFC 9728 metadata URL
+    (``resource_metadata``) when the agent takes OIDC tokens, ``error="invalid_token"``
+    when a token was refused."""
+    pointer = (err.data or {}).get("resourceMetadata")
+    if not pointer:
+        return WWW_AUTHENTICATE
+    hub = scope["app"].state.hub
+    root = hub.settings.server.public_url
+    if not root:
+        headers = dict(scope.get("headers") or [])
+        host = headers.get(b"host", b"").decode("latin-1") or "localhost"
+        secure = scope.get("scheme") in ("https", "wss")
+        root = f"{'https' if secure else 'http'}://{host}{scope.get('app_root_path', '')}"
+    bearer = f'Bearer realm="a2a-hub", resource_metadata="{root.rstrip("/")}{pointer}"'
+    if (err.data or {}).get("error") == "invalid_token":
+        bearer += ', error="invalid_token"'
+    return f'{bearer}, ApiKey realm="a2a-hub" header="X-API-Key"'
+
+
 def encode_error(req_id: str | int | None, err: A2AError, family: str | None) -> bytes:
-    """A JSON-RPC error response for ``err`` (1.x: ``data`` is a list holding its ErrorInfo)."""
+    """A JSON-RPC error response for ``err`` (1.x: ``data`` is a list holding its ErrorInfo,
+    and a rate limit's RetryInfo; 0.x: the error's data, with the RetryInfo's fields)."""
     metrics.count_error("jsonrpc", err.code, err.reason)
     data: Any = None
     if family == "1.0" or family == "1.1":
-        data = [error_info(err)]
+        data = details(err)
+    elif isinstance(err, RateLimitedError):
+        data = {**(err.data or {}), **err.retry_info()}
     elif err.data:
         data = err.data
     return _enc.encode(_Err("2.0", req_id, _ErrorBody(err.code, err.message, data)))
@@ -158,15 +193,19 @@ def error_body(err: A2AError) -> bytes:
                 "code": err.http_status,
                 "status": err.grpc_status,
                 "message": err.message,
-                "details": [error_info(err)],
+                "details": details(err),
             }
         }
     )
 
 
 def rest_error(err: A2AError) -> Response:
-    """The HTTP+JSON error response of ``err``, with its HTTP status."""
-    return Response(error_body(err), err.http_status, media_type=JSON)
+    """The HTTP+JSON error response of ``err``, with its HTTP status (a rate limit's with
+    ``Retry-After``)."""
+    response = Response(error_body(err), err.http_status, media_type=JSON)
+    if isinstance(err, RateLimitedError):
+        response.headers["Retry-After"] = err.retry_after_header
+    return response
 
 
 def error_reply(scope: Scope, err: A2AError) -> Response:
@@ -190,7 +229,7 @@ def error_reply(scope: Scope, err: A2AError) -> Response:
     else:
         response = rest_error(err)
     if err.http_status == 401:
-        response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+        response.headers["WWW-Authenticate"] = challenge(scope, err)
     return response
 
 

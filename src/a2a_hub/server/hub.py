@@ -43,6 +43,8 @@ from a2a_hub.registry.recorder import ConversationRecorders
 from a2a_hub.server.auth import Authenticator, KeyPolicy
 from a2a_hub.server.hosted import HostedAgent
 from a2a_hub.server.lifecycle import Service, closing, opened, run_services, started
+from a2a_hub.server.limits import Limits
+from a2a_hub.server.oidc import OidcVerifier
 from a2a_hub.server.retiring import Retiring
 from a2a_hub.settings import AgentSpec, Settings, SettingsError
 from a2a_hub.stores import open_store
@@ -126,15 +128,23 @@ class Hub:
         self.authenticator: Authenticator | None = None
         self.follower: RegistryFollower | None = None
         auth = settings.auth
-        if auth.registry or auth.require_keys or any(s.auth for s in settings.agents):
+        if (
+            auth.registry
+            or auth.require_keys
+            or any(s.auth is not None and "api-key" in s.auth for s in settings.agents)
+        ):
             url = registry_url(auth.registry, settings.store.url)
             self.registry = Registry(url, secret=auth.secret, store=self.store)
             self.authenticator = Authenticator(self.registry, cache_seconds=auth.cache_seconds)
             self.follower = RegistryFollower(
                 self, self.registry, conversation_retention=auth.conversation_retention
             )
-        #: Which agents need an API key, and who a key is (:mod:`a2a_hub.server.auth`).
-        self.auth = KeyPolicy(auth, self.agents, self.authenticator)
+        #: Bearer tokens of the OpenID Connect issuer (``auth.oidc_issuer``), if any.
+        self.oidc = OidcVerifier(auth) if auth.oidc_issuer else None
+        #: Which agents need a credential, and who a key or token is (:mod:`.auth`).
+        self.auth = KeyPolicy(auth, self.agents, self.authenticator, self.oidc)
+        #: The ``[[limits]]`` (:mod:`a2a_hub.server.limits`), each agent's engine gated.
+        self.limits = Limits(settings.limits, settings.store.url) if settings.limits else None
         #: What remote/composite/llm agents may reach: the other agents, the MCP servers.
         #: The agents are looked up when used, so agents added later are reached too.
         self.links = HubLinks(
@@ -299,6 +309,8 @@ class Hub:
             grpc_port=self.grpc.port if self.grpc is not None else None,
         )
         engine.push.check_url = self.webhooks.check_url
+        if self.limits is not None:
+            engine.gate = self.limits.for_agent(spec.id)
         for hook in self._hooks:
             hook(engine)
         return agent
@@ -354,6 +366,8 @@ class Hub:
             found.append(self.turns)
         if registry is not None:
             found.append(ConversationRecorders(registry, self.watch))
+        if self.limits is not None:
+            found.append(self.limits.serving())
         found += [closing(self.llm_models.aclose), closing(close_mcp_sessions)]
         found.append(closing(self._close_engines))
         if self.settings.server.grpc_port is not None:

@@ -38,6 +38,7 @@ from a2a_hub.protocol.errors import (
     InvalidRequestError,
     JSONParseError,
     MethodNotFoundError,
+    RateLimitedError,
     VersionNotSupportedError,
 )
 from a2a_hub.protocol.types import (
@@ -184,12 +185,16 @@ def _v01_encoder() -> Callable[[StreamResponse], dict[str, Any] | None]:
     return lambda event: v01.encode_stream_event(event, indexer)
 
 
-async def _extended_card(call: Call) -> Any:
+async def _extended_card(call: Call, v03: bool = False) -> Any:
     from a2a_hub.server.cards import extended_card_body
 
     if call.request is None:
         raise call.agent.no_extended_card()
-    return extended_card_body(call.request, call.agent, call.caller)
+    return extended_card_body(call.request, call.agent, call.caller, v03=v03)
+
+
+async def _extended_card_03(call: Call) -> Any:
+    return await _extended_card(call, v03=True)
 
 
 # --- 1.0 -----------------------------------------------------------------------------
@@ -557,7 +562,7 @@ V03: dict[str, Handler] = {
     "tasks/pushNotificationConfig/get": _push_get_03,
     "tasks/pushNotificationConfig/list": _push_list_03,
     "tasks/pushNotificationConfig/delete": _push_delete_03,
-    "agent/getAuthenticatedExtendedCard": _extended_card,
+    "agent/getAuthenticatedExtendedCard": _extended_card_03,
 }
 
 V01: dict[str, Handler] = {
@@ -735,7 +740,7 @@ async def rpc(request: Request) -> Response:
         caller = caller_of(request)
     except Exception as exc:
         err = protocol_error(exc, where)
-        return _json_response(encode_error(req_id, err, "1.0"), err.http_status)
+        return _json_response(encode_error(req_id, err, "1.0"), err.http_status, err)
     answer = await handle(
         body,
         agent,
@@ -750,13 +755,17 @@ async def rpc(request: Request) -> Response:
         request.scope[VERSION_KEY] = answer.family
     if isinstance(answer.reply, SseReply):
         return sse_response(answer.reply, hub.settings.server.sse_heartbeat)
-    # a missing credential is a 401 on every binding (the extended card asks for one)
-    status = 401 if answer.error is not None and answer.error.http_status == 401 else 200
-    return _json_response(answer.reply, status)
+    # a missing credential is a 401 on every binding (the extended card asks for one), a
+    # rate limit a 429 with Retry-After
+    error = answer.error
+    status = error.http_status if error is not None and error.http_status in (401, 429) else 200
+    return _json_response(answer.reply, status, error)
 
 
-def _json_response(body: bytes, status: int) -> Response:
+def _json_response(body: bytes, status: int, error: A2AError | None = None) -> Response:
     response = Response(body, status, media_type=JSON)
     if status == 401:
         response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+    elif isinstance(error, RateLimitedError):
+        response.headers["Retry-After"] = error.retry_after_header
     return response

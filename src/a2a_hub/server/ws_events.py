@@ -33,7 +33,7 @@ from typing import Any, Literal
 import msgspec
 
 from a2a_hub.engine.executor import PROGRESS_KEY, TOOL_CALL_KIND, TOOL_RESPONSE_KIND, text_of
-from a2a_hub.protocol.errors import A2AError
+from a2a_hub.protocol.errors import A2AError, RateLimitedError
 from a2a_hub.protocol.types import Message, Part, Role, StreamResponse, Task, TaskState
 from a2a_hub.stores.base import TaskEvent
 
@@ -214,6 +214,9 @@ def error_event(
     details: dict[str, Any] = {"error": err.reason, "a2a_code": err.code}
     if err.data:
         details["data"] = err.data
+    if isinstance(err, RateLimitedError):  # the delay, in seconds and as google.rpc RetryInfo
+        details["retry_after"] = err.retry_after
+        details["retry_info"] = err.retry_info()
     if extra:
         details.update(extra)
     return ErrorEvent(

@@ -19,6 +19,7 @@ section is a :class:`Section` subclass plus a field of :class:`Settings`.
 """
 
 from a2a_hub.settings.fields import ENV_PREFIX, Section, SettingField, SettingsError, setting
+from a2a_hub.settings.limits import LimitSpec
 from a2a_hub.settings.load import CONFIG_ENV, load_settings
 from a2a_hub.settings.model import (
     DEFAULT_STORE,
@@ -42,6 +43,7 @@ __all__ = [
     "AgentSpec",
     "AuthSettings",
     "LLMSettings",
+    "LimitSpec",
     "LogLevel",
     "MCPServerSpec",
     "PushSettings",

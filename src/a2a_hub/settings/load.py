@@ -144,3 +144,19 @@ def _check(settings: Settings) -> None:
         if mcp.name in names:
             raise SettingsError(f"MCP server name {mcp.name!r} is used twice")
         names.add(mcp.name)
+    for limit in settings.limits:
+        problem = limit.problem()
+        if problem is not None:
+            raise SettingsError(problem)
+    _check_oidc(settings)
+
+
+def _check_oidc(settings: Settings) -> None:
+    """An agent with ``auth = "oidc"`` needs an issuer and an audience."""
+    auth = settings.auth
+    wanted = [a.id for a in settings.agents if a.auth is not None and "oidc" in a.auth]
+    if wanted and (not auth.oidc_issuer or not auth.oidc_audience):
+        raise SettingsError(
+            f"agent(s) {', '.join(wanted)} accept OIDC tokens: set [auth] oidc_issuer and "
+            "oidc_audience"
+        )

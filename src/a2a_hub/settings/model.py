@@ -23,6 +23,7 @@ from a2a_hub.settings.fields import (
     fields_of,
     setting,
 )
+from a2a_hub.settings.limits import LIMITS_HELP, LimitSpec
 
 __all__ = [
     "DEFAULT_STORE",
@@ -422,6 +423,39 @@ class AuthSettings(Section):
             metavar="DAYS",
         ),
     ] = 0.0
+    oidc_issuer: Annotated[
+        str | None,
+        setting(
+            "OpenID Connect issuer whose bearer tokens agents with auth = 'oidc' accept "
+            "(https, or http on a loopback host).",
+            metavar="URL",
+        ),
+    ] = None
+    oidc_audience: Annotated[
+        str | None,
+        setting("The audience (aud) the tokens must be issued for.", metavar="AUDIENCE"),
+    ] = None
+    oidc_jwks_url: Annotated[
+        str | None,
+        setting(
+            "The issuer's JWKS URL (default: jwks_uri of its /.well-known/openid-configuration).",
+            metavar="URL",
+        ),
+    ] = None
+    oidc_scopes: Annotated[
+        str,
+        setting(
+            "Token scopes granting the hub's key scopes: invoke=NAME,read-all=NAME,admin=NAME "
+            "(a token with none of them invokes, like a key with no scopes).",
+            metavar="MAP",
+        ),
+    ] = "invoke=invoke,read-all=read-all,admin=admin"
+    oidc_leeway: Annotated[
+        float,
+        setting(
+            "Seconds of clock skew allowed for a token's exp and nbf.", ge=0, metavar="SECONDS"
+        ),
+    ] = 30.0
 
 
 class AgentSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -436,9 +470,10 @@ class AgentSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str | None = None
     description: str | None = None
     version: str = "1.0.0"
-    #: ``"api-key"``: every request needs an API key opening this agent; ``None``: open
+    #: ``"api-key"``: every request needs an API key opening this agent; ``"oidc"``: a
+    #: bearer token of ``auth.oidc_issuer``; ``"api-key|oidc"``: either; ``None``: open
     #: (unless ``auth.require_keys``).
-    auth: Literal["api-key"] | None = None
+    auth: Literal["api-key", "oidc", "api-key|oidc"] | None = None
     #: Skills (A2A ``AgentSkill`` objects) shown only on the extended card, to
     #: authenticated callers; ``None``: no extended card (``GetExtendedAgentCard`` -32007).
     extended_skills: list[dict[str, Any]] | None = None
@@ -461,6 +496,10 @@ class AgentSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         return parse_agent_spec(text)
 
 
+#: The values of an agent's ``auth``.
+AGENT_AUTH = (None, "api-key", "oidc", "api-key|oidc")
+
+
 def parse_agent_spec(text: str) -> AgentSpec:
     """Parse ``[ID=]KIND_OR_IMPORT_PATH[?option=value&…]``.
 
@@ -478,8 +517,10 @@ def parse_agent_spec(text: str) -> AgentSpec:
         raise SettingsError(f"--agent {text!r}: say which agent, e.g. 'echo' or 'mymod:MyExecutor'")
     options: dict[str, Any] = dict(parse_qsl(query, keep_blank_values=True))
     auth = options.pop("auth", None)
-    if auth not in (None, "api-key"):
-        raise SettingsError(f"--agent {text!r}: auth must be 'api-key', not {auth!r}")
+    if auth not in AGENT_AUTH:
+        raise SettingsError(
+            f"--agent {text!r}: auth must be 'api-key', 'oidc' or 'api-key|oidc', not {auth!r}"
+        )
     placement: dict[str, Any] = {}
     try:  # where the agent's turns run (a temporal:// executor), not executor options
         if "task_queue" in options:
@@ -604,6 +645,9 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     llm: LLMSettings = msgspec.field(default_factory=LLMSettings)
     push: PushSettings = msgspec.field(default_factory=PushSettings)
     auth: AuthSettings = msgspec.field(default_factory=AuthSettings)
+    limits: Annotated[list[LimitSpec], setting(LIMITS_HELP, cli=False)] = msgspec.field(
+        default_factory=list
+    )
 
     @classmethod
     def from_flat(cls, **values: Any) -> Settings:

@@ -48,7 +48,13 @@ from google.protobuf import empty_pb2
 from a2a_hub.engine.caller import Caller
 from a2a_hub.engine.generation import with_generation
 from a2a_hub.engine.stream import TaskStream, check_position, is_internal
-from a2a_hub.protocol.errors import A2AError, InvalidParamsError, VersionNotSupportedError
+from a2a_hub.protocol.errors import (
+    A2AError,
+    InvalidParamsError,
+    RateLimitedError,
+    UnauthenticatedError,
+    VersionNotSupportedError,
+)
 from a2a_hub.protocol.types import Message, Task
 from a2a_hub.server.auth import KeyPolicy
 from a2a_hub.server.errors import error_info, protocol_error
@@ -100,7 +106,16 @@ async def _abort(context: Context, err: A2AError) -> Never:
     )
     status = status_pb2.Status(code=code.value[0], message=err.message)
     status.details.add().Pack(info)
-    await context.abort(code, err.message, ((_DETAILS_KEY, status.SerializeToString()),))
+    trailers: list[tuple[str, str | bytes]] = []
+    if isinstance(err, RateLimitedError):
+        delay = error_details_pb2.RetryInfo()
+        delay.retry_delay.FromNanoseconds(int(err.retry_after * 1e9))
+        status.details.add().Pack(delay)
+    elif err.http_status == 401 and (err.data or {}).get("resourceMetadata"):
+        pointer = (err.data or {})["resourceMetadata"]
+        trailers.append(("www-authenticate", f'Bearer resource_metadata="{pointer}"'))
+    trailers.append((_DETAILS_KEY, status.SerializeToString()))
+    await context.abort(code, err.message, tuple(trailers))
 
 
 def unary(
@@ -207,7 +222,15 @@ class A2AServicer:
             scheme, _, token = metadata.get("authorization", "").partition(" ")
             if scheme.lower() == "bearer":
                 key = token.strip() or None
-        return await self.hub.auth.caller(agent.id, key)
+        try:
+            return await self.hub.auth.caller(agent.id, key)
+        except UnauthenticatedError as err:
+            pointer = (err.data or {}).get("resourceMetadata")
+            if pointer:  # the RFC 9728 metadata's URL, for the www-authenticate trailer
+                server = self.hub.settings.server
+                root = server.public_url or f"http://{server.host}:{server.port}"
+                err.data = {**(err.data or {}), "resourceMetadata": root.rstrip("/") + pointer}
+            raise
 
     @staticmethod
     async def _echo(context: Context, activated: frozenset[str]) -> None:

@@ -309,9 +309,7 @@ def card_bytes(
     if cached is None:
         card = build_card(agent, base_url)
         extended = agent.spec.extended_skills is not None
-        body = _enc.encode(
-            _card_json(card, secured, extended, key, keys=keys, oidc_url=oidc_url)
-        )
+        body = _enc.encode(_card_json(card, secured, extended, key, keys=keys, oidc_url=oidc_url))
         cached = _remember(agent, cache_key, body)
     return cached
 

@@ -39,7 +39,7 @@ from a2a.types.a2a_pb2 import (
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Value
 
-from tests.support.processes import child_env, free_port
+from tests.support.processes import ROOT, child_env, free_port
 from tests.support.sse import frames, rpc_body, user_message
 from tests.support.stores import POSTGRES_URL, missing_service
 
@@ -49,6 +49,7 @@ pytestmark = pytest.mark.timeout(600)
 AGENTS = (
     "calc=tests.support.adk_agents:root_agent",
     "broken=tests.support.adk_agents:broken_agent",
+    "trips=adk_agent:root_agent",  # examples/adk_agent.py, the README's example
 )
 V10 = {"A2A-Version": "1.0"}
 
@@ -58,7 +59,8 @@ def adk_hub(cwd: Path, store: str, *, port: int | None = None) -> Iterator[str]:
     """``a2a-hub serve`` of the test ADK agents over ``store`` on the scripted LLM."""
     port = port or free_port()
     args = [sys.executable, "-m", "a2a_hub", "serve", "--port", str(port), "--store", store,
-            "--llm-provider", "scripted", "--log-level", "warning"]  # fmt: skip
+            "--llm-provider", "scripted", "--log-level", "warning",
+            "--app-dir", str(ROOT / "examples")]  # fmt: skip
     for agent in AGENTS:
         args += ["--agent", agent]
     log_path = cwd / f"hub-{port}-{time.monotonic_ns()}.log"
@@ -314,6 +316,23 @@ async def test_the_same_agent_on_two_instances_sharing_postgresql(tmp_path: Path
             assert said.startswith('[scripted] About "coffee"'), said
             third = await send(a, user("water", context_id=first.context_id))
             assert get_message_text(third.status.message).startswith('[scripted] Consider "water"')
+
+
+async def test_the_example_plans_and_books_a_trip(hub: tuple[str, Path]) -> None:
+    url, _ = hub
+    async with httpx.AsyncClient(timeout=120) as http:
+        client = await sdk_client(http, f"{url}/a2a/trips")
+        assert client is not None
+        card = await A2ACardResolver(http, f"{url}/a2a/trips").get_agent_card()
+        assert card.name == "trip_planner"
+        task = await send(client, user('distance_km {"origin": "Paris", "destination": "Lyon"}'))
+        assert task.status.state == TaskState.TASK_STATE_COMPLETED
+        assert '"km": 465' in get_message_text(task.status.message)
+        task = await send(client, user('book_trip {"origin": "Paris", "destination": "Lille"}'))
+        assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        done = await send(client, user("confirmed", task_id=task.id, context_id=task.context_id))
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED
+        assert '{"result": "confirmed"}' in get_message_text(done.status.message)
 
 
 def test_sessions_live_where_the_hub_keeps_its_tasks() -> None:

@@ -44,7 +44,8 @@ from tests.support.sse import frames, rpc_body, user_message
 from tests.support.stores import POSTGRES_URL, missing_service
 
 # Each hub imports ADK and LiteLLM at start (tens of seconds on a busy machine).
-pytestmark = pytest.mark.timeout(600)
+# One worker runs them all (--dist loadgroup), so the module's hub starts once.
+pytestmark = [pytest.mark.timeout(600), pytest.mark.xdist_group("adk")]
 
 AGENTS = (
     "calc=tests.support.adk_agents:root_agent",

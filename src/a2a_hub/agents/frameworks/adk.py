@@ -54,8 +54,7 @@ from a2a_hub.stores.sql.database import engine_url, open_engine
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from google.adk.agents import BaseAgent
-from google.adk.agents._streaming_mode import StreamingMode
-from google.adk.agents.run_config import RunConfig
+from google.adk.agents.run_config import RunConfig, StreamingMode  # type: ignore[attr-defined]
 from google.adk.apps import App
 from google.adk.runners import Runner
 from google.adk.sessions import (

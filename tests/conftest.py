@@ -37,6 +37,8 @@ RUN_FIRST = (
     "tests/push/test_push_process.py",
     "tests/system/test_idempotent_process.py",
     "tests/scenarios/test_scenario.py",
+    "tests/agents/test_adk.py",
+    "tests/scenarios/test_debate_adk.py",
     "tests/system/test_shutdown_process.py",
     "tests/system/test_multiprocess.py",
     "tests/server/test_websocket_drops.py",

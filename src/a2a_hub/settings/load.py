@@ -73,6 +73,12 @@ def _read_file(path: Path) -> dict[SettingField, Any]:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise SettingsError(f"config file {path} does not exist") from None
+    except IsADirectoryError:
+        raise SettingsError(
+            f"config file {path} is a directory: name the file (hub.toml)"
+        ) from None
+    except (PermissionError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"config file {path} cannot be read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"config file {path} is not valid TOML: {exc}") from None
     fields = setting_fields()

@@ -33,6 +33,7 @@ import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import msgspec
 from starlette._utils import get_route_path
@@ -116,7 +117,9 @@ def app_from_environment() -> Starlette:
 
     settings = msgspec.json.decode(os.environ[SETTINGS_ENV], type=Settings)
     tune_gc()
-    configure_logging(settings.server.log_level, settings.server.log_format)
+    configure_logging(
+        settings.server.log_level, settings.server.log_format, settings.server.access_log
+    )
     return create_app(Hub(settings), drain=Drain(settings.server.graceful_timeout))
 
 
@@ -271,8 +274,8 @@ async def index(request: Request) -> Response:
     agents = [
         {
             "id": a.id,
-            "url": f"{root}/a2a/{a.id}",
-            "card": f"{root}/a2a/{a.id}/.well-known/agent-card.json",
+            "url": f"{root}/a2a/{quote(a.id, safe='')}",
+            "card": f"{root}/a2a/{quote(a.id, safe='')}/.well-known/agent-card.json",
         }
         for a in hub.agents.values()
     ]

@@ -28,3 +28,34 @@ def test_config_naming_a_directory_is_one_line(tmp_path: Path) -> None:
         assert "Traceback" not in out.stderr
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and "is a directory" in lines[0], out.stderr
+
+
+def test_make_with_no_target_lists_the_targets() -> None:
+    import shutil
+
+    from tests.support.cli import ROOT
+
+    if shutil.which("make") is None:
+        import pytest
+
+        pytest.skip("no make on this machine")
+    out = subprocess.run(["make", "-s", "-n", "-C", str(ROOT)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("sed "), out.stdout  # -n: the help recipe, nothing else
+    out = subprocess.run(["make", "-s", "-C", str(ROOT)], capture_output=True, text=True)
+    lines = out.stdout.splitlines()
+    for target in ("help:", "demo:", "test:", "bench:"):
+        assert any(line.startswith(target) for line in lines), out.stdout
+
+
+def test_send_reads_its_text_from_standard_input(tmp_path: Path) -> None:
+    from tests.support.cli import serving
+
+    with serving(MODULE, "--agent", "echo", "--store", "memory://", cwd=tmp_path) as (url, _):
+        out = a2a_hub(
+            "send", f"{url}/a2a/echo", "-", cwd=tmp_path, stdin="a long, two-line\nquestion\n"
+        )
+        assert out.returncode == 0, out.stderr
+        assert "echo: a long, two-line\nquestion" in out.stdout, out.stdout
+        empty = a2a_hub("send", f"{url}/a2a/echo", "-", cwd=tmp_path, stdin="")
+        assert empty.returncode == 2 and "standard input was empty" in empty.stderr

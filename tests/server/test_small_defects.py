@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from a2a_hub import AgentSpec, Hub, Settings
@@ -132,3 +133,12 @@ def test_agent_options_as_json_hold_commas_and_ampersands() -> None:
         ("two", {"reply": "message"}),
     ]
     assert AgentSpec.parse("bot=echo?note=a%2C%20b%20%26%20c").options == {"note": "a, b & c"}
+
+
+async def test_the_client_speaks_jsonrpc_01_to_a2a_hub(live: Any) -> None:
+    from a2a_hub.client import A2AClient
+
+    async with await A2AClient.connect(f"{live.url}/a2a/echo", transport="jsonrpc-0.1") as c:
+        assert c.transport.__class__.__name__ == "JsonRpc01Transport"
+        result = await c.send("hello 0.1")
+    assert "echo: hello 0.1" in json.dumps(msgspec.to_builtins(result))

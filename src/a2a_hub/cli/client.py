@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import sys
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
@@ -176,7 +177,9 @@ def card(
 @_with_client_options
 def send(
     url: Url,
-    text: Annotated[str, typer.Argument(metavar="TEXT", help="The message to send.")],
+    text: Annotated[
+        str, typer.Argument(metavar="TEXT", help="The message to send ('-': read standard input).")
+    ],
     stream: Annotated[
         bool, typer.Option("--stream", metavar="", help="Stream the answer as it comes.")
     ] = False,
@@ -199,6 +202,10 @@ def send(
     from a2a_hub._render import print_result
     from a2a_hub.protocol.types import Task
 
+    if text == "-":  # a2a-hub send URL - < question.txt
+        text = sys.stdin.read().rstrip("\n")
+        if not text.strip():
+            fail("nothing to send: standard input was empty", 2)
     state: str | None = None
 
     async def use(client: A2AClient) -> None:

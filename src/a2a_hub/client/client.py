@@ -337,6 +337,12 @@ def _choose(card: AgentCard, wanted: str | None) -> tuple[str, AgentInterface]:
                 offered.setdefault(name, iface)
     if wanted == "ws" and "ws" not in offered and "jsonrpc-1.0" in offered:
         return wanted, offered["jsonrpc-1.0"]  # a2a-hub: <its JSON-RPC URL>/ws
+    if wanted == "jsonrpc-0.1" and wanted not in offered:
+        # 0.1 cards name no interfaces, so newer cards never list one; a server that still
+        # speaks the 0.1 methods (a2a-hub does) serves them at its JSON-RPC URL
+        for fallback in ("jsonrpc-0.3", "jsonrpc-1.0"):
+            if fallback in offered:
+                return wanted, offered[fallback]
     if wanted is not None:
         if wanted not in TRANSPORTS:
             raise ValueError(f"unknown transport {wanted!r}; choose from {', '.join(TRANSPORTS)}")

@@ -21,7 +21,7 @@ import logging
 import os
 import sys
 import tempfile
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import msgspec
 
@@ -79,7 +79,7 @@ class MCPSession:
         self._closing = asyncio.Event()
         self._tools: list[Any] | None = None
         #: A stdio server's standard error (a temporary file), for the tail errors quote.
-        self._errlog: IO[str] | None = None
+        self._errlog: TextIO | None = None
 
     @property
     def alive(self) -> bool:
@@ -109,7 +109,8 @@ class MCPSession:
 
             if self._errlog is None:
                 # closed by close(); kept open for the life of the process it logs
-                self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+                errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+                self._errlog = cast(TextIO, errlog)
             return stdio_client(params, errlog=self._errlog), None
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client

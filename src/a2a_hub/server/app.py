@@ -75,6 +75,7 @@ from a2a_hub.server.retention import Retention
 from a2a_hub.server.scope import HUB_ROUTE
 from a2a_hub.server.shutdown import Drain
 from a2a_hub.server.tracing import TracingMiddleware
+from a2a_hub.server.watchdog import LoopWatchdog
 from a2a_hub.server.ws import websocket_endpoint
 
 __all__ = [
@@ -293,6 +294,7 @@ def app_services(hub: Hub, drain: Drain | None) -> list[Service]:
     if drain is not None:
         services.append(drain.serving(hub))
     services.append(Retention(hub, hub.settings.store.task_ttl))
+    services.append(LoopWatchdog(hub))  # a blocking agent is named in the log
     return services
 
 

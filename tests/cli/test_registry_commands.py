@@ -12,8 +12,12 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.cli import MODULE, env, serving
+
+#: Processes start slowly on a busy machine: never a failure for that.
+pytestmark = pytest.mark.timeout(900)
 
 
 def a2a_hub(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -6,7 +6,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli import MODULE, env
+
+#: Processes start slowly on a busy machine: never a failure for that.
+pytestmark = pytest.mark.timeout(900)
 
 
 def a2a_hub(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

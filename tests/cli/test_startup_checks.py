@@ -14,6 +14,9 @@ import pytest
 
 from tests.support.cli import MODULE, env, free_port
 
+#: Processes start slowly on a busy machine: never a failure for that.
+pytestmark = pytest.mark.timeout(900)
+
 
 def refused(cwd: Path, *args: str, hide: str | None = None) -> list[str]:
     """``serve ARGS`` (with the module ``hide`` made unimportable): its one or two lines."""

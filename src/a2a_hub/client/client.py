@@ -120,6 +120,9 @@ class A2AClient:
         self.retry = retry or RetryPolicy()
         self._owns_http = owns_http
         self._sleep = sleep
+        #: Called before each try to resume a dropped stream, with (try, most tries,
+        #: reason) (the CLI prints "reconnecting (n/5)…"); None: silent.
+        self.on_retry: Callable[[int, int | None, str], None] | None = None
 
     @classmethod
     async def connect(
@@ -315,6 +318,8 @@ class A2AClient:
                         f"{failures - 1} tries ({reason})",
                         data={"taskId": task_id, "lastEventId": last_id},
                     )
+                if self.on_retry is not None:
+                    self.on_retry(failures, self.retry.max_tries, reason)
                 await self._sleep(self.retry.delay(failures))
                 source = self.transport.subscribe(task_id, last_id)
                 resumed = True

@@ -10,16 +10,17 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.cli import MODULE, env, free_port
+
+#: Processes start slowly on a busy machine: never a failure for that.
+pytestmark = pytest.mark.timeout(900)
 
 SLEEPY = """
 import time
 
 from a2a_hub import AgentExecutor, RequestContext, TaskUpdater
-
-#: Processes start slowly on a busy machine: never a failure for that.
-pytestmark = pytest.mark.timeout(900)
 
 
 class Sleepy(AgentExecutor):
@@ -41,7 +42,7 @@ def test_a_blocking_agent_is_named_with_its_call_site(tmp_path: Path) -> None:
     try:
         deadline = time.monotonic() + 120
         while True:
-            assert proc.poll() is None, "the server exited"
+            assert proc.poll() is None, f"the server exited: {proc.communicate()[0]}"
             try:
                 if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
                     break

@@ -5,10 +5,13 @@ whose ``execute`` calls synchronous code (``time.sleep``, ``requests.get``, a sy
 SDK) stops all of them while it runs.  :class:`LoopWatchdog`, a service of the app, keeps a
 heartbeat on the loop (a callback every :data:`BEAT` seconds) and a thread of its own that
 watches it: once the heartbeat is :data:`THRESHOLD` seconds late, the thread reads the
-loop thread's stack and logs one warning naming the agent (the hosted agent whose executor
-is on the stack), the call site (the innermost frame outside the standard library,
-installed packages and a2a-hub) and what to do instead (``await asyncio.to_thread(…)``);
-when the loop runs again, one line says how long it was blocked in all.
+loop thread's stack and, when an agent's executor is on it, logs one warning naming the
+agent (the hosted agent whose executor is on the stack), the call site (the innermost frame
+outside the standard library, installed packages and a2a-hub) and what to do instead
+(``await asyncio.to_thread(…)``);
+when the loop runs again, one line says how long it was blocked in all.  A loop found
+waiting in its selector (a busy machine gave its thread no CPU) is not reported, and a late
+loop with no agent on its stack (the hub's own work) only at debug level.
 """
 
 from __future__ import annotations
@@ -53,11 +56,20 @@ HINT = (
 )
 
 
-def describe_block(frame: FrameType | None, hub: Hub | None) -> str:
-    """Who blocks the loop, from the loop thread's innermost ``frame``: the agent and the
-    call site."""
+def idle(frame: FrameType | None) -> bool:
+    """Whether the loop thread is only waiting for I/O (in its selector): then a late
+    heartbeat is a busy machine's doing (the thread got no CPU), not a blocking call."""
+    return frame is None or (
+        frame.f_code.co_name in ("select", "poll", "_poll")
+        and os.path.basename(frame.f_code.co_filename) == "selectors.py"
+    )
+
+
+def describe_block(frame: FrameType | None, hub: Hub | None) -> tuple[bool, str]:
+    """Who blocks the loop, from the loop thread's innermost ``frame``: whether an agent's
+    executor is on the stack, and the agent and the call site."""
     if frame is None:
-        return "unknown code"
+        return False, "unknown code"
     stack = traceback.extract_stack(frame)
     agent = ""
     walk: FrameType | None = frame
@@ -74,7 +86,7 @@ def describe_block(frame: FrameType | None, hub: Hub | None) -> str:
         (f for f in reversed(stack) if not f.filename.startswith(_NOT_AGENT_CODE)), stack[-1]
     )
     where = f"{site.filename}:{site.lineno} in {site.name}"
-    return f"{agent}at {where}" + (f": {site.line}" if site.line else "")
+    return bool(agent), f"{agent}at {where}" + (f": {site.line}" if site.line else "")
 
 
 class LoopWatchdog:
@@ -120,18 +132,21 @@ class LoopWatchdog:
 
     def _watch(self) -> None:
         warned: float | None = None  # the heartbeat the last warning was about
+        quiet: float | None = None  # a late heartbeat already found not to be an agent's
         while not self._stop.wait(BEAT):
             beat = self._beat
             late = time.monotonic() - beat
             if warned is not None and beat != warned:
                 log.warning("the event loop ran again after %.1f s blocked", beat - warned)
                 warned = None
-            if late > self.threshold and warned is None:
-                warned = beat
+            if late > self.threshold and warned is None and beat != quiet:
                 frame = sys._current_frames().get(self._loop_thread)
-                log.warning(
-                    "the event loop is blocked (%.1f s so far) by %s; %s",
-                    late,
-                    describe_block(frame, self.hub),
-                    HINT,
-                )
+                if idle(frame):
+                    continue
+                by_agent, who = describe_block(frame, self.hub)
+                if not by_agent:  # the hub's own work, or a busy machine: not an agent's
+                    quiet = beat
+                    log.debug("the event loop is late (%.1f s) at %s", late, who)
+                    continue
+                warned = beat
+                log.warning("the event loop is blocked (%.1f s so far) by %s; %s", late, who, HINT)

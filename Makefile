@@ -3,7 +3,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint format bench proto clean chromium
+.PHONY: help demo test lint format bench proto clean chromium
+.DEFAULT_GOAL := help
+
+## help: this list (what `make` with no target prints)
+help:
+	@sed -n 's/^## \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

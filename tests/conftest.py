@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from a2a_hub import Hub, create_app
+from tests.support import leftovers
 from tests.support.agents import ChattyExecutor, PizzaExecutor, SlowExecutor
 from tests.support.hub import LiveServer, make_hub
 from tests.support.stores import (
@@ -70,6 +71,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return len(RUN_FIRST)
 
     items.sort(key=rank)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """In the process that started the session (not an xdist worker): a snapshot of what
+    the shared servers hold, for :func:`pytest_sessionfinish`."""
+    if not hasattr(session.config, "workerinput"):
+        session.config.stash[_BEFORE] = asyncio.run(leftovers.snapshot())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The session's last check, once every worker is done: the tests left no row, key or
+    agent in the machine's PostgreSQL database they are named and in its Redis
+    (``tests/support/leftovers.py``); otherwise the session fails, saying what is left."""
+    before = session.config.stash.get(_BEFORE, None)
+    if before is None:
+        return
+    found = asyncio.run(leftovers.differences(before))
+    asyncio.run(leftovers.purge_session_keys())
+    if found:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        for line in ["the tests left this behind on the machine's servers:", *found]:
+            if reporter is not None:
+                reporter.write_line(line, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_BEFORE = pytest.StashKey["leftovers.Snapshot"]()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -71,10 +71,12 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, separators=(",", ":"), default=str)
 
 
-def configure_logging(level: str, fmt: str = "plain") -> None:
+def configure_logging(level: str, fmt: str = "plain", access: str = "off") -> None:
     """Root logging at ``level``, as plain text or JSON lines (``fmt`` ``"json"``).
 
-    With JSON, uvicorn's own loggers write JSON lines too.
+    With JSON, uvicorn's own loggers write JSON lines too.  A JSON access log (``access``
+    ``"json"``) under plain logging writes its lines as they are, without the plain prefix
+    (time, level, logger), so that each is one JSON object.
     """
     handler = logging.StreamHandler()
     handler.addFilter(RedactingFilter())
@@ -82,6 +84,15 @@ def configure_logging(level: str, fmt: str = "plain") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    access_logger = logging.getLogger("a2a_hub.access")
+    access_logger.handlers[:] = []
+    access_logger.propagate = True
+    if access == "json" and fmt != "json":
+        bare = logging.StreamHandler()
+        bare.addFilter(RedactingFilter())
+        bare.setFormatter(logging.Formatter("%(message)s"))
+        access_logger.handlers[:] = [bare]
+        access_logger.propagate = False
     if fmt == "json":
         for name in ("uvicorn", "uvicorn.error"):
             logger = logging.getLogger(name)

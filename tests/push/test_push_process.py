@@ -123,7 +123,9 @@ async def shared_store(request: pytest.FixtureRequest) -> AsyncIterator[str]:
     if request.param == "postgresql":
         yield POSTGRES
         return
-    url = f"{REDIS}{'&' if '?' in REDIS else '?'}prefix=a2a-push-{uuid.uuid4().hex[:10]}"
+    from tests.support.stores import redis_test_url
+
+    url = redis_test_url()
     yield url
     from tests.support.stores import purge_redis
 

@@ -234,6 +234,9 @@ def test_a_bad_request_is_rejected_naming_what_is_missing(
     out = run(debate_file(tmp_path, rounds="three"), tmp_path, "scripted")
     assert out.returncode == 1
     assert "rejected" in out.stderr and "config.num_rounds must be an integer" in out.stderr
+    # one wording, said once (issue 30 item 9: was "ended rejected: Rejected: …")
+    assert "the evaluation was rejected: config.num_rounds" in out.stderr, out.stderr
+    assert "Rejected:" not in out.stderr and "ended rejected" not in out.stderr
     doc = json.loads((tmp_path / "results.json").read_text())
     assert "num_rounds" in doc["error"]
     assert_all_gone(pids(tmp_path))

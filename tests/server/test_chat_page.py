@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from a2a_hub import AgentSpec, Hub, Settings
+from a2a_hub import AgentExecutor, AgentSpec, Hub, RequestContext, Settings, TaskUpdater
 from tests.support.agents import ChattyExecutor, Drip, SlowExecutor, ToolAgent
 from tests.support.hub import LiveServer
 from tests.support.processes import free_port
@@ -178,10 +178,99 @@ async def test_a_protected_agent_with_the_key_field(browser: Any, tmp_path: Path
         page = await browser.new_page()
         response = await page.goto(f"{live.url}/a2a/locked/chat")
         assert response is not None and response.status == 200
-        await page.get_by_text("API key", exact=True).click()  # open the settings
+        await page.wait_for_selector('#connection[data-state="needs-key"]')  # field open
         await page.get_by_label("API key (for protected agents)").fill(key)
         await page.get_by_role("button", name="Use key and reconnect").click()
         await page.wait_for_selector('#connection[data-state="open"]')
         await _ask(page, "let me in")
         await page.wait_for_selector("#log li.agent[data-done=true]")
         assert await page.locator("#log li.agent").inner_text() == "echo: let me in"
+
+
+class Helper(AgentExecutor):
+    """The README's two-turn agent (``mymod:Helper``)."""
+
+    async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
+        await updater.start()
+        if ctx.task is None:
+            await updater.require_input("Which product?")
+            return
+        await updater.artifact(f"About {ctx.text}: it hosts many agents.", name="answer")
+        await updater.complete()
+
+
+async def test_a_two_turn_conversation(browser: Any) -> None:
+    """The question of an input-required status is in the transcript, and the answer
+    continues the same task (it completes instead of asking again)."""
+    settings = Settings.from_flat(
+        agents=[AgentSpec(id="helper", kind="python", executor="x:y")], store="memory://"
+    )
+    async with LiveServer(Hub(settings, executors={"helper": Helper()})) as live:
+        page = await browser.new_page()
+        await page.goto(f"{live.url}/a2a/helper/chat")
+        await page.wait_for_selector('#connection[data-state="open"]')
+        await _ask(page, "hello")
+        await page.wait_for_selector("#log li.agent")
+        assert await page.locator("#log li.agent").inner_text() == "Which product?"
+        await _ask(page, "a2a-hub")
+        await page.wait_for_selector("#log li.agent[data-done=true]")
+        texts = await page.locator("#log li").all_inner_texts()
+        assert texts == [
+            "hello",
+            "Which product?",
+            "a2a-hub",
+            "About a2a-hub: it hosts many agents.",
+        ]
+        assert await page.locator("#status-text").inner_text() == "completed"
+        tasks = [t async for t in _tasks(live)]
+        assert len(tasks) == 1 and tasks[0]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def _tasks(live: LiveServer) -> AsyncIterator[dict[str, Any]]:
+    async with httpx.AsyncClient(base_url=live.url) as client:
+        r = await client.get("/a2a/helper/tasks")
+        assert r.status_code == 200, r.text
+        for task in r.json()["tasks"]:
+            yield task
+
+
+async def test_a_protected_agent_asks_for_the_key_once(browser: Any, tmp_path: Path) -> None:
+    """Without a key the page says, once and in plain words, that the agent needs one, opens
+    the key field and does not reconnect; a wrong key is tried the documented 5 times, then
+    the page stops; the right key connects and the old errors go."""
+    settings = Settings.from_flat(
+        agents=[AgentSpec(id="locked", kind="echo", auth="api-key")],
+        store="memory://",
+        registry=f"sqlite:///{tmp_path}/registry.db",
+    )
+    async with LiveServer(Hub(settings)) as live:
+        assert live.hub.registry is not None
+        key, _ = await live.hub.registry.create_key(agents=["locked"], name="web")
+        page = await browser.new_page()
+        sockets: list[str] = []
+        page.on("websocket", lambda ws: sockets.append(ws.url))
+        await page.goto(f"{live.url}/a2a/locked/chat")
+        await page.wait_for_selector('#connection[data-state="needs-key"]')
+        assert await page.locator("#settings").get_attribute("open") is not None
+        assert await page.locator("#apikey").evaluate("e => e === document.activeElement")
+        status = await page.locator("#connection").inner_text()
+        assert "needs an API key" in status and "unauthenticated" not in status
+        # no reconnection: a socket the page would open is seen before a status back to
+        # "needs-key" (the state it returns to); wait past one backoff step by a page timer
+        await page.evaluate("() => new Promise(r => setTimeout(r, 2500))")
+        assert len(sockets) == 1
+        assert await page.locator("#connection").get_attribute("data-state") == "needs-key"
+        assert await page.locator("#log li.error").count() <= 1
+
+        await page.get_by_label("API key (for protected agents)").fill("a2ah_wrong")
+        await page.get_by_role("button", name="Use key and reconnect").click()
+        await page.wait_for_selector('#connection[data-state="closed"]', timeout=90000)
+        assert 2 <= len(sockets) <= 1 + 1 + 5  # the first try and at most 5 retries
+        assert "could not" in (await page.locator("#connection").inner_text()).lower()
+
+        await page.get_by_label("API key (for protected agents)").fill(key)
+        await page.get_by_role("button", name="Use key and reconnect").click()
+        await page.wait_for_selector('#connection[data-state="open"]')
+        await _ask(page, "let me in")
+        await page.wait_for_selector("#log li.agent[data-done=true]")
+        assert await page.locator("#log li.error").count() == 0

@@ -215,7 +215,8 @@ async def test_a_caller_middleware_subclass_can_identify_or_refuse(
         r = await c.post(path, json=send)
         assert r.status_code == 401
         body = r.json()
-        assert body["id"] is None and body["error"]["message"] == "Send an API key in x-api-key"
+        # the refusal answers with the request's id (issue 30 item 9; it was null)
+        assert body["id"] == 5 and body["error"]["message"] == "Send an API key in x-api-key"
         assert body["error"]["data"][0]["reason"] == "UNAUTHENTICATED"
     for path in ("/a2a/echo/tasks", "/tasks", "/a2a/echo/.well-known/agent-card.json"):
         r = await c.get(path)

@@ -26,16 +26,20 @@ POSTGRES_BASE_URL = os.environ.get(
 )
 #: pytest-xdist's name of this worker (``gw0``, ``gw1`` …), or "" when not a worker.
 XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+#: This test session's token, shared by its xdist workers (they inherit the environment
+#: of the process that starts them): in every Redis key prefix and database name the
+#: session makes, so that the session's end finds what it left (tests/conftest.py).
+SESSION = os.environ.setdefault("A2A_HUB_TEST_SESSION", uuid.uuid4().hex[:8])
 
 
 def _database_of_this_worker(url: str) -> str:
-    """``url``, or under pytest-xdist a database of this worker's own beside it
-    (``test_gw0`` …, made by :func:`create_worker_database`): tests that read what the
-    whole database holds (outbox counts, every connection to it) see only their worker's."""
-    if not XDIST_WORKER:
-        return url
+    """A database of this process's own beside ``url`` (``test_gw0_<session>`` …, or
+    ``test_main_<session>`` without xdist; made by :func:`create_worker_database`, dropped
+    by :func:`drop_worker_database`): the tests never write into the database they are
+    named (``test``, which may hold what people keep there), and two sessions at once, or
+    a test that reads what the whole database holds, see only their own."""
     parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"{parts.path}_{XDIST_WORKER}"))
+    return urlunsplit(parts._replace(path=f"{parts.path}_{XDIST_WORKER or 'main'}_{SESSION}"))
 
 
 #: The PostgreSQL database of the tests.
@@ -53,10 +57,8 @@ async def _admin(sql: str) -> None:
 
 
 async def create_worker_database() -> None:
-    """Make this worker's database (see :data:`POSTGRES_URL`) if it is missing; nothing
-    when not a worker.  A missing server or driver is left to the tests that need it."""
-    if POSTGRES_URL == POSTGRES_BASE_URL:
-        return
+    """Make this process's database (see :data:`POSTGRES_URL`) if it is missing.  A missing
+    server or driver is left to the tests that need it."""
     import asyncpg
 
     name = urlsplit(POSTGRES_URL).path.lstrip("/")
@@ -65,9 +67,7 @@ async def create_worker_database() -> None:
 
 
 async def drop_worker_database() -> None:
-    """Drop this worker's database (see :data:`POSTGRES_URL`); nothing when not a worker."""
-    if POSTGRES_URL == POSTGRES_BASE_URL:
-        return
+    """Drop this process's database (see :data:`POSTGRES_URL`)."""
     name = urlsplit(POSTGRES_URL).path.lstrip("/")
     await _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
@@ -93,7 +93,11 @@ def redis_test_url(**options: object) -> str:
 
 
 def _random_prefix() -> str:
-    return f"a2a-test-{uuid.uuid4().hex[:12]}"
+    return f"{SESSION_PREFIX}{uuid.uuid4().hex[:12]}"
+
+
+#: The start of every Redis key prefix this session's tests give (:func:`redis_test_url`).
+SESSION_PREFIX = f"a2a-test-{SESSION}-"
 
 
 #: Redis URLs (each with a key prefix of its own) given to server processes; the session's

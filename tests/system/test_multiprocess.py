@@ -25,7 +25,7 @@ import pytest
 from tests.support.processes import ROOT
 from tests.support.servers import PostgresServer, RedisServer, StoreServer
 from tests.support.stores import POSTGRES_URL as POSTGRES
-from tests.support.stores import PURGE_AT_EXIT, missing_service
+from tests.support.stores import PURGE_AT_EXIT, SESSION_PREFIX, missing_service
 
 REDIS = "redis://127.0.0.1:6379/0"
 V10 = {"A2A-Version": "1.0"}
@@ -131,7 +131,7 @@ def shared_store(kind: str, prefix: str) -> str:
     skips (fails under ``CI=true``) when that server is not running."""
     if kind == "redis":
         require("Redis", 6379)
-        url = f"{REDIS}?prefix={prefix}-{uuid.uuid4().hex[:8]}"
+        url = f"{REDIS}?prefix={SESSION_PREFIX}{prefix}-{uuid.uuid4().hex[:8]}"
         PURGE_AT_EXIT.append(url)  # its keys are deleted when the session ends
         return url
     require("PostgreSQL", 5432)

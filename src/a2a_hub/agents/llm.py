@@ -35,6 +35,7 @@ the client's ``tool_response`` continues the task and the loop goes on where it 
 from __future__ import annotations
 
 import inspect
+import logging
 import time
 from typing import Any
 
@@ -66,6 +67,8 @@ __all__ = [
     "check_provider_options",
     "listed",
 ]
+
+log = logging.getLogger("a2a_hub.agents.llm")
 
 #: Status-message metadata key of a tool loop paused on a client-side tool.
 LOOP_KEY = "a2a-hub/llm-loop"
@@ -210,10 +213,22 @@ class LLMExecutor(AgentExecutor):
         self.links = links or HubLinks()
         self.servers = [self._server(ref, self.links) for ref in listed(mcp_servers)]
         self.client_tools = {t.name: t for t in map(_client_tool, listed(client_tools))}
-        if self.uses_tools and provider_class(provider).name == "embedded":
-            from a2a_hub.llm.embedded import NO_TOOLS
+        if provider_class(provider).name == "embedded":
+            from a2a_hub.llm.embedded import NO_TOOLS, check_installed
 
-            raise ValueError(NO_TOOLS)
+            if self.uses_tools:
+                raise ValueError(NO_TOOLS)
+            try:  # at start-up, not at the first message
+                check_installed()
+            except LLMError as exc:
+                raise ValueError(str(exc)) from None
+        if self.servers:
+            import importlib.util
+
+            from a2a_hub.tools.mcp import INSTALL_HINT
+
+            if importlib.util.find_spec("mcp") is None:
+                raise ValueError(f"MCP tools need the mcp package: {INSTALL_HINT}")
         self._tools: list[Tool] | None = None
         self._llm = LazyProvider(
             provider, model=model, base_url=base_url, api_key=api_key, **options
@@ -340,6 +355,7 @@ class LLMExecutor(AgentExecutor):
                 await updater.artifact(text, name="response")
         except LLMError as exc:
             metrics.llm_call(provider_name, "error", time.perf_counter() - began)
+            _log_failure(updater, exc)
             await updater.fail(f"the language model failed: {exc}")
             return
         metrics.llm_call(provider_name, "ok", time.perf_counter() - began)
@@ -387,6 +403,7 @@ class LLMExecutor(AgentExecutor):
                     temperature=self.temperature,
                 )
             except LLMError as exc:
+                _log_failure(updater, exc)
                 await updater.fail(f"the language model failed: {exc}")
                 return
             if not reply.tool_calls:
@@ -485,3 +502,8 @@ def _client_result(answer: dict[str, Any] | None, said: str) -> ToolResult:
     data = answer.get("data")
     text = data if isinstance(data, str) else msgspec.json.encode(data).decode()
     return ToolResult(ok=True, text=text, data=data)
+
+
+def _log_failure(updater: TaskUpdater, exc: LLMError) -> None:
+    """A provider's failure in the server's log too (the caller sees it in the task)."""
+    log.warning("task %s: %s", updater.task_id, exc)

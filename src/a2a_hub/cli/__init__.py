@@ -2,7 +2,8 @@
 
 ``serve`` (:mod:`.serve`) hosts agents; ``card``, ``send``, ``chat`` and ``tasks``
 (:mod:`.client`) talk to any A2A agent; ``run`` (:mod:`.run`) runs a scenario;
-``push``, ``keys`` and ``webhook`` (:mod:`.admin`) operate push notifications.
+``push``, ``keys rotate-signing`` and ``webhook`` (:mod:`.admin`) operate push
+notifications; ``keys`` and ``agents`` (:mod:`.keys`) the registry.
 """
 
 from __future__ import annotations
@@ -76,9 +77,10 @@ for command in (client.card, client.send, client.chat):
     app.command(cls=Command)(command)
 app.add_typer(client.tasks_app, name="tasks")
 app.add_typer(admin.push_app, name="push")
-app.add_typer(admin.keys_app, name="keys")
 app.add_typer(admin.webhook_app, name="webhook")
 app.command(cls=Command)(run)
+# one `keys` group: the registry's API keys (cli/keys.py) and the push signing key
+keys_app.command("rotate-signing", cls=Command)(admin.rotate_signing)
 app.add_typer(keys_app, name="keys")
 app.add_typer(agents_app, name="agents")
 

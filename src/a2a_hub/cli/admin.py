@@ -16,14 +16,13 @@ from a2a_hub.cli._output import console, escape, fail, print_json
 if TYPE_CHECKING:
     from a2a_hub.stores.base import Store
 
-__all__ = ["keys_app", "push_app", "webhook_app"]
+__all__ = ["push_app", "rotate_signing", "webhook_app"]
 
 push_app = typer.Typer(cls=Group, help="Push notification deliveries.", no_args_is_help=True)
 dead_app = typer.Typer(
     cls=Group, help="Deliveries that gave up retrying (kept in the store).", no_args_is_help=True
 )
 push_app.add_typer(dead_app, name="dead")
-keys_app = typer.Typer(cls=Group, help="The hub's signing keys.", no_args_is_help=True)
 webhook_app = typer.Typer(cls=Group, help="Receive push notifications.", no_args_is_help=True)
 
 StoreUrl = Annotated[
@@ -115,7 +114,6 @@ def dead_requeue(
     _with_store(store, config, use)
 
 
-@keys_app.command("rotate-signing", cls=Command)
 def rotate_signing(store: StoreUrl = None, config: Config = None) -> None:
     """Start a new push signing key; the old one stays in the JWKS for a day."""
     from a2a_hub.push.signing import SigningKeys

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import sys
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
@@ -13,7 +14,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from a2a_hub.cli._options import Command, Group, default_help
-from a2a_hub.cli._output import TASK_EXIT_CODES, console, escape, fail, follow, show
+from a2a_hub.cli._output import (
+    TASK_EXIT_CODES,
+    console,
+    err_console,
+    escape,
+    fail,
+    follow,
+    show,
+)
 
 if TYPE_CHECKING:
     from a2a_hub.client import A2AClient, Conversation
@@ -82,6 +91,8 @@ def _reported() -> Iterator[None]:
         fail(f"{type(exc).__name__}: {exc or 'connection failed'}", 1)
     except ValueError as exc:
         fail(str(exc), 1)
+    except OSError as exc:  # a WebSocket that could not connect or reconnect
+        fail(str(exc) or type(exc).__name__, 1)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
 
@@ -195,7 +206,9 @@ def card(
 @_with_client_options
 def send(
     url: Url,
-    text: Annotated[str, typer.Argument(metavar="TEXT", help="The message to send.")],
+    text: Annotated[
+        str, typer.Argument(metavar="TEXT", help="The message to send ('-': read standard input).")
+    ],
     stream: Annotated[
         bool, typer.Option("--stream", metavar="", help="Stream the answer as it comes.")
     ] = False,
@@ -218,6 +231,10 @@ def send(
     from a2a_hub._render import print_result
     from a2a_hub.protocol.types import Task
 
+    if text == "-":  # a2a-hub send URL - < question.txt
+        text = sys.stdin.read().rstrip("\n")
+        if not text.strip():
+            fail("nothing to send: standard input was empty", 2)
     state: str | None = None
 
     async def use(client: A2AClient) -> None:
@@ -260,6 +277,7 @@ def chat(
     # stops it at once; one loop (asyncio.Runner) serves every turn and the connection.
     with _reported(), asyncio.Runner() as loop:
         client = loop.run(ClientOptions(transport, api_key, bearer, header).connect(url))
+        client.on_retry = _reconnecting
         try:
             console.print(
                 f"Talking to [bold]{escape(client.card.name)}[/bold] over "
@@ -302,6 +320,12 @@ async def _turn(client: A2AClient, conv: Conversation, line: str) -> None:
         print_result(console, await conv.send(line))
 
 
+def _reconnecting(attempt: int, most: int | None, reason: str) -> None:
+    """The line a chat shows at once when its connection dropped and is being retried."""
+    of = f"/{most}" if most is not None else ""
+    err_console.print(f"[dim]reconnecting ({attempt}{of})…[/dim]", highlight=False)
+
+
 async def _ws_chat(url: str, api_key: str | None, headers: dict[str, str]) -> None:
     """``chat --ws``: each line a ``send_message``; events printed until the turn ends."""
     import uuid
@@ -309,6 +333,7 @@ async def _ws_chat(url: str, api_key: str | None, headers: dict[str, str]) -> No
     from a2a_hub.client.websocket import TERMINAL_STATUSES, WebSocketClient
 
     async with WebSocketClient(url, api_key=api_key, headers=headers) as client:
+        client.on_retry = lambda attempt, most: _reconnecting(attempt, most, "")
         console.print(
             f"Talking over the WebSocket {escape(client.url)}. "
             "Commands: /new (new conversation), /cancel (cancel the task), /quit",

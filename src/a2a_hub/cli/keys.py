@@ -7,23 +7,23 @@ Both work on the registry directly (``--registry URL``, else the registry that
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 
 from a2a_hub.cli._options import Command, Group
 from a2a_hub.cli._output import console, err_console, escape, fail, print_json
+from a2a_hub.cli._registry import call_admin as _admin
+from a2a_hub.cli._registry import with_registry as _with_registry
 
 __all__ = ["agents_app", "keys_app"]
 
-T = TypeVar("T")
-
 keys_app = typer.Typer(
-    cls=Group, help="Create, list and revoke API keys (in the registry).", no_args_is_help=True
+    cls=Group,
+    help="API keys in the registry (create, list, revoke); the push signing key (rotate-signing).",
+    no_args_is_help=True,
 )
 agents_app = typer.Typer(
     cls=Group, help="List, add and remove the registry's agents.", no_args_is_help=True
@@ -59,57 +59,6 @@ AdminKey = Annotated[
         help="API key with the admin scope, for --url.",
     ),
 ]
-
-
-def _admin(url: str, admin_key: str | None, method: str, path: str, body: Any = None) -> Any:
-    """Call the admin API of the hub at ``url``; its error message, if any, ends the command."""
-    import httpx
-
-    if not admin_key:
-        fail("--url needs --admin-key KEY (or A2A_HUB_ADMIN_KEY)", 2)
-    try:
-        r = httpx.request(
-            method,
-            url.rstrip("/") + "/admin/v1" + path,
-            json=body,
-            headers={"Authorization": f"Bearer {admin_key}"},
-            timeout=30,
-        )
-    except httpx.HTTPError as exc:
-        fail(f"{type(exc).__name__}: {exc or 'connection failed'}", 1)
-    try:
-        data = r.json()
-    except ValueError:
-        fail(f"{url} answered {r.status_code} without JSON: is it an a2a-hub?", 1)
-    if r.status_code >= 400:
-        fail(data.get("error", {}).get("message", r.text), 1)
-    return data
-
-
-def _with_registry(
-    registry: str | None, config: Path | None, use: Callable[..., Awaitable[T]]
-) -> T:
-    from a2a_hub.registry import Registry, RegistryError, registry_url
-    from a2a_hub.settings import SettingsError, load_settings
-
-    try:
-        settings = load_settings(config, overrides={"registry": registry})
-        url = registry_url(settings.auth.registry, settings.store.url)
-        reg = Registry(url, secret=settings.auth.secret)
-    except (SettingsError, RegistryError) as exc:
-        fail(str(exc), 2)
-
-    async def work() -> T:
-        await reg.open()
-        try:
-            return await use(reg)
-        finally:
-            await reg.close()
-
-    try:
-        return asyncio.run(work())
-    except RegistryError as exc:
-        fail(str(exc), 1)
 
 
 def _when(stamp: float | None) -> str:
@@ -199,7 +148,7 @@ def keys_create(
         )
         show(key, info)
 
-    _with_registry(registry, config, use)
+    _with_registry(registry, config, use, writes=True)
 
 
 @keys_app.command("list", cls=Command)
@@ -269,7 +218,7 @@ def keys_revoke(
         info = await reg.revoke_key(key_id)
         err_console.print(f"revoked {escape(info.id)} ({escape(info.prefix)}…)")
 
-    _with_registry(registry, config, use)
+    _with_registry(registry, config, use, writes=True)
 
 
 @agents_app.command("list", cls=Command)
@@ -339,7 +288,7 @@ def agents_add(
         await reg.put_agent(parsed)
         err_console.print(f"agent {escape(parsed.id)} registered")
 
-    _with_registry(registry, config, use)
+    _with_registry(registry, config, use, writes=True)
 
 
 @agents_app.command("remove", cls=Command)
@@ -364,4 +313,4 @@ def agents_remove(
             fail(f"no agent {agent_id!r} in the registry", 1)
         err_console.print(f"agent {escape(agent_id)} removed")
 
-    _with_registry(registry, config, use)
+    _with_registry(registry, config, use, writes=True)

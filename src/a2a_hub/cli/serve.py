@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
+from urllib.parse import quote
 
 import msgspec
 import typer
@@ -105,13 +106,13 @@ def serve(
     except SettingsError as exc:
         sock.close()
         fail(str(exc), 2)
-    configure_logging(server.log_level, server.log_format)
+    configure_logging(server.log_level, server.log_format, server.access_log)
     base = f"http://{_url_host(server.host)}:{server.port}"
     say = err_console.print
     where_store = escape(describe_store_url(store.url))
     say(f"a2a-hub serving {len(hub.agents)} agent(s), store {where_store}", highlight=False)
     for agent_id in hub.agents:
-        where = escape(f"{base}/a2a/{agent_id}")
+        where = escape(f"{base}/a2a/{quote(agent_id, safe='')}")
         say(f"  {where}  (card: {where}/.well-known/agent-card.json)", highlight=False)
     if hub.auth.open:
         say(

@@ -121,6 +121,9 @@ class A2AClient:
         self.retry = retry or RetryPolicy()
         self._owns_http = owns_http
         self._sleep = sleep
+        #: Called before each try to resume a dropped stream, with (try, most tries,
+        #: reason) (the CLI prints "reconnecting (n/5)…"); None: silent.
+        self.on_retry: Callable[[int, int | None, str], None] | None = None
 
     @classmethod
     async def connect(
@@ -318,6 +321,8 @@ class A2AClient:
                         f"{failures - 1} tries ({reason})",
                         data={"taskId": task_id, "lastEventId": last_id},
                     )
+                if self.on_retry is not None:
+                    self.on_retry(failures, self.retry.max_tries, reason)
                 await self._sleep(self.retry.delay(failures))
                 source = self.transport.subscribe(task_id, last_id)
                 resumed = True
@@ -340,6 +345,12 @@ def _choose(card: AgentCard, wanted: str | None) -> tuple[str, AgentInterface]:
                 offered.setdefault(name, iface)
     if wanted == "ws" and "ws" not in offered and "jsonrpc-1.0" in offered:
         return wanted, offered["jsonrpc-1.0"]  # a2a-hub: <its JSON-RPC URL>/ws
+    if wanted == "jsonrpc-0.1" and wanted not in offered:
+        # 0.1 cards name no interfaces, so newer cards never list one; a server that still
+        # speaks the 0.1 methods (a2a-hub does) serves them at its JSON-RPC URL
+        for fallback in ("jsonrpc-0.3", "jsonrpc-1.0"):
+            if fallback in offered:
+                return wanted, offered[fallback]
     if wanted is not None:
         if wanted not in TRANSPORTS:
             raise ValueError(f"unknown transport {wanted!r}; choose from {', '.join(TRANSPORTS)}")

@@ -75,6 +75,9 @@ class WebSocketClient:
         self.reconnects = 0
         self._seen: set[tuple[str, int, str, str]] = set()
         self._ws: Any = None
+        #: Called before each try to reconnect, with (try, most tries) (the CLI prints
+        #: "reconnecting (n/5)…"); None: silent.
+        self.on_retry: Callable[[int, int | None], None] | None = None
 
     async def __aenter__(self) -> WebSocketClient:
         await self.connect()
@@ -95,14 +98,13 @@ class WebSocketClient:
             close_timeout=2,
         )
         if self.newest or self.last_message_id:
-            await self._send(
-                {
-                    "action": "sync_state",
-                    "last_message_id": self.last_message_id,
-                    "last_seq": {t: max(s - 1, 0) for t, s in self.newest.items()},
-                    "context_id": self.context_id,
-                }
-            )
+            frame = {
+                "action": "sync_state",
+                "last_message_id": self.last_message_id,
+                "last_seq": {t: max(s - 1, 0) for t, s in self.newest.items()},
+                "context_id": self.context_id,
+            }
+            await self._ws.send(json.dumps(frame))  # not _send: it would reconnect again
 
     async def close(self) -> None:
         """Close the socket."""
@@ -111,9 +113,17 @@ class WebSocketClient:
             self._ws = None
 
     async def _send(self, frame: dict[str, Any]) -> None:
+        """Send ``frame``; a socket that dropped meanwhile is reconnected (and resynced)
+        first, so an action typed while the server was away goes out once it is back."""
+        from websockets.exceptions import ConnectionClosed
+
         if self._ws is None:
             raise WebSocketLostError("not connected")
-        await self._ws.send(json.dumps(frame))
+        try:
+            await self._ws.send(json.dumps(frame))
+        except (ConnectionClosed, OSError):
+            await self._reconnect()
+            await self._ws.send(json.dumps(frame))
 
     async def send_message(
         self, text: str, *, task_id: str | None = None, message_id: str | None = None
@@ -190,8 +200,11 @@ class WebSocketClient:
             attempt += 1
             if self.backoff.exhausted(attempt, loop.time() - started):
                 raise WebSocketLostError(
-                    f"could not reconnect to {self.url} after {attempt - 1} tries"
+                    f"the connection to {self.url} was lost and could not be re-established "
+                    f"after {attempt - 1} tries"
                 )
+            if self.on_retry is not None:
+                self.on_retry(attempt, self.backoff.max_tries)
             await asyncio.sleep(self.backoff.delay(attempt))
             try:
                 await self.connect()

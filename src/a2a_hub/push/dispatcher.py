@@ -59,6 +59,7 @@ from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationCon
 from a2a_hub.push.sender import Outcome, WebhookSender
 from a2a_hub.push.signing import SigningKeys
 from a2a_hub.stores.base import Delivery, DeliverySource, Store
+from a2a_hub.stores.outage import Repeating
 
 __all__ = ["DEFAULT_BACKOFF", "Dispatcher", "push_backoff"]
 
@@ -141,6 +142,8 @@ class Dispatcher:
         #: to the requests, yet never stops (at least one send is always allowed).
         self.busy_concurrency = max(1, min(busy_concurrency, concurrency))
         self.lease = lease
+        #: Claims failing while the store is down: logged once, every 30 s, once back.
+        self._failing = Repeating(log, "push: claiming or settling deliveries")
         #: Deliveries sent successfully by this dispatcher (for tests and metrics).
         self.sent = 0
         #: Attempts that failed (each retry counts), for tests and metrics.
@@ -215,8 +218,9 @@ class Dispatcher:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # what was claimed comes due again after its lease
-                log.warning("push: cannot claim or settle deliveries: %s", exc)
+                self._failing.failed(exc)
             else:
+                self._failing.worked()
                 if claimed and len(claimed) >= free:
                     continue  # more may be due
             # not asyncio.wait_for: on Python 3.11 it can swallow a cancellation that

@@ -139,7 +139,7 @@ class GreenAgent(AgentExecutor):
         request = parse_eval_request(ctx.message)
         problem = request if isinstance(request, str) else self.validate_request(request)
         if problem is not None:
-            await updater.reject(f"Rejected: {problem}")
+            await updater.reject(problem)
             return
         assert isinstance(request, EvalRequest)
         await updater.start()

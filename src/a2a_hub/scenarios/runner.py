@@ -487,8 +487,13 @@ class Runner:
                         result, reason = data, text
                     final_message = text if text and data is None else final_message
         if state is not TaskState.COMPLETED:
-            label = state.label if state else "unknown"
-            raise ScenarioError(f"the evaluation ended {label}: {final_message}")
+            ended = {
+                TaskState.REJECTED: "was rejected",
+                TaskState.FAILED: "failed",
+                TaskState.CANCELED: "was canceled",
+            }.get(state, f"ended {state.label if state else 'without a state'}")  # type: ignore[arg-type]
+            said = f": {final_message}" if final_message else ""
+            raise ScenarioError(f"the evaluation {ended}{said}")
         return {"result": result, "reason": reason}
 
     def _show(

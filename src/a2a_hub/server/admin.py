@@ -13,7 +13,7 @@ Errors have one shape, the A2A HTTP+JSON error body::
     {"error": {"code": 404, "status": "NOT_FOUND", "message": "…",
                "details": [{"@type": "…ErrorInfo", "reason": "NOT_FOUND", …}]}}
 
-Routes::
+Routes (``GET /admin/v1/`` lists them)::
 
     GET    /admin/v1/agents                  the registry's agents (with "hosted" here)
     POST   /admin/v1/agents                  create (201): {"id", "kind", "options", "auth", …}
@@ -460,6 +460,26 @@ async def delete_mcp(request: Request, hub: Hub, registry: Registry) -> Any:
     return {"deleted": request.path_params["name"]}
 
 
+async def _index(request: Request) -> Response:
+    """``GET /admin/v1/``: the routes of the admin API (what this module's docstring lists);
+    ``/admin/v1`` redirects here.  With no registry, the answer says the API is off."""
+    if hub_of(request).registry is None:
+        return rest_error(
+            ResourceNotFoundError(
+                "The admin API is off: this hub has no registry (configure auth, e.g. "
+                "--registry URL)"
+            )
+        )
+    routes = [
+        f"{method} /admin/v1{route.path}"
+        for route in ADMIN_ROUTES
+        if isinstance(route, Route) and route.path not in ("/", "/{rest:path}")
+        for method in sorted(route.methods or ())
+        if method != "HEAD"
+    ]
+    return _json({"routes": routes, "auth": "a key with the admin scope"})
+
+
 async def _unknown(request: Request) -> Response:
     err: A2AError = ResourceNotFoundError(f"No admin route {request.url.path}")
     return rest_error(err)
@@ -467,6 +487,7 @@ async def _unknown(request: Request) -> Response:
 
 #: The admin routes, mounted at ``/admin/v1``.
 ADMIN_ROUTES: list[BaseRoute] = [
+    Route("/", _index, methods=["GET"]),
     Route("/agents", list_agents, methods=["GET"]),
     Route("/agents", create_agent, methods=["POST"]),
     Route("/agents/{agent_id}", get_agent, methods=["GET"]),

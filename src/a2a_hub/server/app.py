@@ -39,6 +39,7 @@ import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import msgspec
 from starlette._utils import get_route_path
@@ -83,6 +84,7 @@ from a2a_hub.server.retention import Retention
 from a2a_hub.server.scope import HUB_ROUTE
 from a2a_hub.server.shutdown import Drain
 from a2a_hub.server.tracing import TracingMiddleware
+from a2a_hub.server.watchdog import LoopWatchdog
 from a2a_hub.server.ws import websocket_endpoint
 
 __all__ = [
@@ -125,7 +127,9 @@ def app_from_environment() -> Starlette:
 
     settings = msgspec.json.decode(os.environ[SETTINGS_ENV], type=Settings)
     tune_gc()
-    configure_logging(settings.server.log_level, settings.server.log_format)
+    configure_logging(
+        settings.server.log_level, settings.server.log_format, settings.server.access_log
+    )
     return create_app(Hub(settings), drain=Drain(settings.server.graceful_timeout))
 
 
@@ -280,8 +284,8 @@ async def index(request: Request) -> Response:
     agents = [
         {
             "id": a.id,
-            "url": f"{root}/a2a/{a.id}",
-            "card": f"{root}/a2a/{a.id}/.well-known/agent-card.json",
+            "url": f"{root}/a2a/{quote(a.id, safe='')}",
+            "card": f"{root}/a2a/{quote(a.id, safe='')}/.well-known/agent-card.json",
         }
         for a in hub.agents.values()
     ]
@@ -299,6 +303,7 @@ def app_services(hub: Hub, drain: Drain | None) -> list[Service]:
     if drain is not None:
         services.append(drain.serving(hub))
     services.append(Retention(hub, hub.settings.store.task_ttl))
+    services.append(LoopWatchdog(hub))  # a blocking agent is named in the log
     return services
 
 

@@ -208,24 +208,29 @@ def rest_error(err: A2AError) -> Response:
     return response
 
 
-def error_reply(scope: Scope, err: A2AError) -> Response:
-    """The response refusing a request to an agent before any handler ran (e.g. 401 / 403).
-
-    The JSON-RPC endpoint (``POST`` on the agent's own URL, as seen inside the agent's
-    mount or from the app's outer middleware) gets a JSON-RPC error
-    with a null id (its body was not read); every other route, the hub's own routes
-    (:data:`~a2a_hub.server.scope.HUB_ROUTE`: the admin API) included, the HTTP+JSON body.
-    Both carry the error's HTTP status; a 401 also says how to authenticate
-    (``WWW-Authenticate``).
-    """
-    path = scope["path"]
-    rest = path[len(scope.get("root_path", "")) :]
-    if (
+def _is_jsonrpc(scope: Scope) -> bool:
+    """Whether ``scope`` is a ``POST`` to an agent's JSON-RPC endpoint (its own URL, as seen
+    inside the agent's mount or from the app's outer middleware)."""
+    rest = scope["path"][len(scope.get("root_path", "")) :]
+    return (
         scope.get("method") == "POST"
         and not scope.get(HUB_ROUTE)
-        and (rest in ("", "/") or _AGENT_URL.fullmatch(rest))
-    ):
-        response = Response(encode_error(None, err, "1.0"), err.http_status, media_type=JSON)
+        and (rest in ("", "/") or _AGENT_URL.fullmatch(rest) is not None)
+    )
+
+
+def error_reply(scope: Scope, err: A2AError, request_id: Any = None) -> Response:
+    """The response refusing a request to an agent before any handler ran (e.g. 401 / 403).
+
+    The JSON-RPC endpoint gets a JSON-RPC error with the request's ``id`` (``request_id``,
+    read by :func:`refuse`; null when the body named none or could not be read); every
+    other route, the hub's own routes (:data:`~a2a_hub.server.scope.HUB_ROUTE`: the admin
+    API) included, the HTTP+JSON body.  Both carry the error's HTTP status; a 401 also says
+    how to authenticate (``WWW-Authenticate``).
+    """
+    if _is_jsonrpc(scope):
+        body = encode_error(request_id, err, "1.0")
+        response = Response(body, err.http_status, media_type=JSON)
     else:
         response = rest_error(err)
     if err.http_status == 401:
@@ -233,10 +238,42 @@ def error_reply(scope: Scope, err: A2AError) -> Response:
     return response
 
 
+class _RequestId(msgspec.Struct):
+    """The only field of a JSON-RPC request a refusal answers with."""
+
+    id: str | int | None = None
+
+
+#: The most of a refused JSON-RPC body read to find its ``id``.
+_REFUSED_BODY_LIMIT = 1 << 20
+
+
+async def _request_id(receive: Receive) -> Any:
+    """The ``id`` of the JSON-RPC request being received (None: none, unreadable, too big)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > _REFUSED_BODY_LIMIT:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    try:
+        return msgspec.json.decode(b"".join(chunks), type=_RequestId).id
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
 async def refuse(scope: Scope, receive: Receive, send: Send, err: A2AError) -> None:
     """Answer a request (or a WebSocket upgrade) with ``err`` before any handler ran.
 
-    A WebSocket upgrade gets the HTTP answer (:func:`error_reply`) where the server offers
+    A JSON-RPC request's body is read for its ``id``, which the error answers with.  A
+    WebSocket upgrade gets the HTTP answer (:func:`error_reply`) where the server offers
     the ASGI ``websocket.http.response`` extension, else a close with code 1008.
     """
     if scope["type"] == "websocket" and "websocket.http.response" not in scope.get(
@@ -244,10 +281,13 @@ async def refuse(scope: Scope, receive: Receive, send: Send, err: A2AError) -> N
     ):
         await send({"type": "websocket.close", "code": 1008, "reason": err.message[:120]})
         return
-    await error_reply(scope, err)(scope, receive, send)
+    request_id = (
+        await _request_id(receive) if scope["type"] == "http" and _is_jsonrpc(scope) else None
+    )
+    await error_reply(scope, err, request_id)(scope, receive, send)
 
 
-async def http_exception(request: Request, exc: Exception) -> Response:
+def http_exception(request: Request, exc: Exception) -> Response:
     """The app's answer to Starlette's own refusals: an unknown path or an unserved method.
 
     A 404 or 405 gets the HTTP+JSON error body (never Starlette's plain text); a path

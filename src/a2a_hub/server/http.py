@@ -7,8 +7,11 @@ found, or not, at once.
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from starlette.requests import Request
 
+from a2a_hub import metrics
 from a2a_hub.protocol.errors import PayloadTooLargeError
 from a2a_hub.server.hub import HostedAgent, Hub
 
@@ -24,7 +27,11 @@ def hub_of(request: Request) -> Hub:
 def agent_of(request: Request, hub: Hub) -> HostedAgent:
     """The agent addressed: ``/a2a/{agent_id}/…``, or the default agent at the root alias."""
     agent_id = request.scope["path_params"].get("agent_id")
-    return hub.default_agent() if agent_id is None else hub.agent(agent_id)
+    if agent_id is not None:
+        return hub.agent(agent_id)
+    agent = hub.default_agent()
+    metrics.note_request(agent=agent.id)  # the access log names it (its path does not)
+    return agent
 
 
 def base_url(request: Request, hub: Hub, agent: HostedAgent | None) -> str:
@@ -42,7 +49,7 @@ def base_url(request: Request, hub: Hub, agent: HostedAgent | None) -> str:
             mounted = mounted.rsplit("/a2a/", 1)[0]
         root = f"{request.url.scheme}://{request.url.netloc}{mounted}"
     root = root.rstrip("/")
-    return root if agent is None else f"{root}/a2a/{agent.id}"
+    return root if agent is None else f"{root}/a2a/{quote(agent.id, safe='')}"
 
 
 def is_json(content_type: str | None) -> bool:

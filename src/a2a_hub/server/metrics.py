@@ -63,6 +63,8 @@ class MetricsMiddleware:
             return
         start = time.perf_counter()
         status = 500
+        notes: dict[str, Any] = {}
+        token = metrics.request_notes.set(notes)
 
         async def sent(message: Message) -> None:
             nonlocal status
@@ -73,9 +75,12 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, sent)
         finally:
-            self._done(scope, status, time.perf_counter() - start)
+            metrics.request_notes.reset(token)
+            self._done(scope, status, time.perf_counter() - start, notes)
 
-    def _done(self, scope: Scope, status: int, seconds: float) -> None:
+    def _done(
+        self, scope: Scope, status: int, seconds: float, notes: dict[str, Any] | None = None
+    ) -> None:
         params = scope.get("path_params") or {}
         endpoint = scope.get("endpoint")
         key = (endpoint, "agent_id" in params, "config_id" in params)
@@ -87,7 +92,7 @@ class MetricsMiddleware:
             version = scope.get(VERSION_KEY) or ("1.0" if binding == "rest" else "")
             metrics.observe_request(route, binding, version, scope["method"], status, seconds)
         if self.log_format != "off":
-            self._log(scope, route, params, status, seconds)
+            self._log(scope, route, {**(notes or {}), **params}, status, seconds)
 
     def _route_of(
         self, scope: Scope, endpoint: Any, under_agent: bool, config: bool
@@ -111,7 +116,7 @@ class MetricsMiddleware:
             "method": scope["method"],
             "path": scope["path"],
             "route": route,
-            "agent": params.get("agent_id"),
+            "agent": params.get("agent_id") or params.get("agent"),
             "status": status,
             "duration_ms": round(seconds * 1000, 3),
             "task_id": params.get("task_id"),

@@ -203,7 +203,7 @@ class SettingField:
         item = self.item
         if item is None:
             return self._one(self.type, value, who)
-        raw = value.split(",") if isinstance(value, str) else value
+        raw = split_list(value) if isinstance(value, str) else value
         if not isinstance(raw, list | tuple):
             raise SettingsError(f"{who} must be a list; got {value!r}")
         parse_text = getattr(item, "parse", None)
@@ -323,3 +323,23 @@ def fields_of(
             )
         )
     return fields
+
+
+def split_list(text: str) -> list[str]:
+    """A list setting's text (an ``A2A_HUB_*`` variable) split at its commas, except those
+    inside a JSON object or string (``A2A_HUB_AGENTS='a=echo?{"note": "x,y"},b=echo'``)."""
+    items, depth, quoted, escaped, start = [], 0, False, False, 0
+    for i, ch in enumerate(text):
+        if quoted:
+            escaped, quoted = (not escaped and ch == "\\"), quoted and (escaped or ch != '"')
+        elif ch == '"' and depth:
+            quoted = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]" and depth:
+            depth -= 1
+        elif ch == "," and not depth:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return items

@@ -73,6 +73,12 @@ def _read_file(path: Path) -> dict[SettingField, Any]:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise SettingsError(f"config file {path} does not exist") from None
+    except IsADirectoryError:
+        raise SettingsError(
+            f"config file {path} is a directory: name the file (hub.toml)"
+        ) from None
+    except (PermissionError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"config file {path} cannot be read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"config file {path} is not valid TOML: {exc}") from None
     fields = setting_fields()
@@ -105,6 +111,18 @@ def _read_file(path: Path) -> dict[SettingField, Any]:
     return {field: value for field, (_, value) in found.items()}
 
 
+def _absolute_http_url(url: str) -> bool:
+    """Whether ``url`` is ``http(s)://host[:port][/path]`` (what cards can advertise)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and " " not in url
+
+
 def _check(settings: Settings) -> None:
     """What no single setting can say alone."""
     seen: set[str] = set()
@@ -115,6 +133,12 @@ def _check(settings: Settings) -> None:
             raise SettingsError(f"agent id {agent.id!r} is used twice")
         seen.add(agent.id)
     server, store = settings.server, settings.store
+    public = server.public_url
+    if public is not None and not _absolute_http_url(public):
+        raise SettingsError(
+            f"--public-url {public!r} must be an absolute http(s) URL, as clients reach the "
+            f"hub: e.g. https://{public.split('://')[-1].strip('/') or 'hub.example.com'}"
+        )
     if server.default_agent is not None and server.default_agent not in seen:
         raise SettingsError(
             f"default agent {server.default_agent!r} is not one of the agents: "

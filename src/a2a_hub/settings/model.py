@@ -500,6 +500,21 @@ class AgentSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 AGENT_AUTH = (None, "api-key", "oidc", "api-key|oidc")
 
 
+def _options(text: str, query: str) -> dict[str, Any]:
+    """The options after ``?``: a JSON object, or a query string."""
+    if not query.lstrip().startswith("{"):
+        return dict(parse_qsl(query, keep_blank_values=True))
+    try:
+        found = msgspec.json.decode(query)
+    except msgspec.DecodeError as exc:
+        raise SettingsError(
+            f"--agent {text!r}: the options are not a JSON object ({exc})"
+        ) from None
+    if not isinstance(found, dict):
+        raise SettingsError(f"--agent {text!r}: the options must be a JSON object")
+    return found
+
+
 def parse_agent_spec(text: str) -> AgentSpec:
     """Parse ``[ID=]KIND_OR_IMPORT_PATH[?option=value&…]``.
 
@@ -507,6 +522,9 @@ def parse_agent_spec(text: str) -> AgentSpec:
     executor class ``Bot`` at ``/a2a/bot``; ``pkg.mod:Bot`` alone gets the id
     ``bot``; ``echo?reply=message`` passes options; ``auth=api-key`` among them is the
     spec's :attr:`AgentSpec.auth` (the agent requires API keys), not an executor option.
+    Options are a query string (``%2C`` is a comma, ``%26`` an ampersand, ``+`` a space)
+    or a JSON object (``bot=llm?{"instruction": "Be brief, & polite."}``), whose values
+    are kept as they are.
     """
     spec, _, query = text.partition("?")
     agent_id, eq, target = spec.partition("=")
@@ -515,7 +533,7 @@ def parse_agent_spec(text: str) -> AgentSpec:
     target = target.strip()
     if not target:
         raise SettingsError(f"--agent {text!r}: say which agent, e.g. 'echo' or 'mymod:MyExecutor'")
-    options: dict[str, Any] = dict(parse_qsl(query, keep_blank_values=True))
+    options = _options(text, query)
     auth = options.pop("auth", None)
     if auth not in AGENT_AUTH:
         raise SettingsError(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 
-__all__ = ["REPEAT", "Outage", "answered", "failed", "outages"]
+__all__ = ["REPEAT", "Outage", "Repeating", "answered", "failed", "outages"]
 
 log = logging.getLogger("a2a_hub.stores.outage")
 
@@ -51,6 +51,48 @@ class Outage:
             now - self.began,
             self.failures,
         )
+
+
+class Repeating:
+    """A background loop's failure that repeats while a server is down (the cluster's signal
+    channel, push delivery's claims), logged like an :class:`Outage`: one line when it
+    starts, one every :data:`REPEAT` seconds while it lasts, one when the loop works again;
+    not one per retry (the loops retry every second)."""
+
+    def __init__(self, logger: logging.Logger, what: str) -> None:
+        self.log = logger
+        self.what = what
+        self.began: float | None = None
+        self.reported = 0.0
+        self.failures = 0
+
+    def failed(self, reason: object) -> None:
+        """One more failure (logged when it is the first, or :data:`REPEAT` s went by)."""
+        now = time.monotonic()
+        self.failures += 1
+        if self.began is None:
+            self.began = self.reported = now
+            self.log.warning("%s failed: %s", self.what, reason)
+        elif now - self.reported >= REPEAT:
+            self.reported = now
+            self.log.warning(
+                "%s still failing after %.0f s (%d times): %s",
+                self.what,
+                now - self.began,
+                self.failures,
+                reason,
+            )
+
+    def worked(self) -> None:
+        """The loop worked: ends the failure, if any, with one line."""
+        if self.began is not None:
+            self.log.warning(
+                "%s works again after %.1f s (%d failures)",
+                self.what,
+                time.monotonic() - self.began,
+                self.failures,
+            )
+            self.began, self.failures = None, 0
 
 
 #: Outages in progress, by id() of the store object.

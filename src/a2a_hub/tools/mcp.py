@@ -20,7 +20,8 @@ import contextlib
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+import tempfile
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import msgspec
 
@@ -77,6 +78,8 @@ class MCPSession:
         self._ready: asyncio.Future[None] | None = None
         self._closing = asyncio.Event()
         self._tools: list[Any] | None = None
+        #: A stdio server's standard error (a temporary file), for the tail errors quote.
+        self._errlog: TextIO | None = None
 
     @property
     def alive(self) -> bool:
@@ -102,7 +105,13 @@ class MCPSession:
             params = StdioServerParameters(
                 command=command, args=list(spec.args), env=env or None, cwd=spec.cwd
             )
-            return params, None
+            from mcp.client.stdio import stdio_client
+
+            if self._errlog is None:
+                # closed by close(); kept open for the life of the process it logs
+                errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+                self._errlog = cast(TextIO, errlog)
+            return stdio_client(params, errlog=self._errlog), None
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -129,8 +138,10 @@ class MCPSession:
         assert self._ready is not None
         ready = self._ready
         try:
-            from mcp import Client
-
+            try:
+                from mcp import Client
+            except ImportError:
+                raise MCPError(f"MCP tools need the mcp package: {INSTALL_HINT}") from None
             target, http = self._target()
             async with contextlib.AsyncExitStack() as stack:
                 if http is not None:
@@ -143,7 +154,7 @@ class MCPSession:
                     ready.set_result(None)
                 await self._closing.wait()
         except BaseException as exc:
-            reason = _explain(exc)
+            reason = _explain(exc) + self.stderr_tail()
             if not ready.done():
                 ready.set_exception(
                     exc
@@ -157,6 +168,20 @@ class MCPSession:
                 raise
         finally:
             self._client = None
+
+    def stderr_tail(self, lines: int = 10, chars: int = 1500) -> str:
+        """``"; its stderr ended with: …"`` (a stdio server's last lines), or ``""``."""
+        if self._errlog is None:
+            return ""
+        try:
+            self._errlog.flush()
+            self._errlog.seek(0)
+            text = self._errlog.read()
+            self._errlog.seek(0, os.SEEK_END)
+        except (OSError, ValueError):
+            return ""
+        tail = [line.rstrip() for line in text[-chars:].splitlines() if line.strip()][-lines:]
+        return f"; its stderr ended with: {' | '.join(tail)}" if tail else ""
 
     def _connected(self) -> Client:
         if self._client is None:
@@ -230,6 +255,9 @@ class MCPSession:
                 owner.cancel()
                 with contextlib.suppress(BaseException):
                     await owner
+        if self._errlog is not None:
+            self._errlog.close()
+            self._errlog = None
 
 
 def _json(value: Any) -> str:

@@ -16,6 +16,9 @@
     seen: new Set(), // "task|seq|event|tool_call_id" already shown
     bubbles: new Map(), // message id -> agent bubble
     current: null, // task id of the running turn
+    waiting: null, // task id of a task waiting for input: the next message continues it
+    needsKey: false, // the agent refused a socket without a (good) key: wait for one
+    toolCallAt: null, // "task|seq" of the last tool call: its status is no question
     pinger: null,
   };
   store.setItem("a2a-context", state.contextId);
@@ -79,8 +82,6 @@
     state.ws = ws;
     ws.onopen = () => {
       opened = true;
-      state.tries = 0;
-      setConnection("open", "Connected");
       const lastSeq = {};
       for (const [task, seq] of Object.entries(state.newest)) lastSeq[task] = Math.max(seq - 1, 0);
       ws.send(JSON.stringify({ action: "sync_state", last_message_id: state.lastMessageId,
@@ -89,12 +90,35 @@
       state.pinger = setInterval(() => send({ action: "ping", client_timestamp: new Date().toISOString() }), 25000);
     };
     ws.onmessage = (msg) => handle(JSON.parse(msg.data));
-    ws.onclose = () => {
+    ws.onclose = (ev) => {
       clearInterval(state.pinger);
       if (state.ws !== ws || state.closing) return;
-      if (!opened) state.tries += 1; else state.tries = Math.max(state.tries, 1);
+      // 1008: the agent needs a key (or another one); retrying without one cannot help
+      if (ev.code === 1008 || state.needsKey) {
+        askForKey();
+        return;
+      }
+      state.tries += 1;
       retry();
     };
+  }
+
+  // The socket works (the server answered sync_state): the retries and old errors go.
+  function connected() {
+    state.tries = 0;
+    state.needsKey = false;
+    for (const li of log.querySelectorAll("li.error")) li.remove();
+    setConnection("open", "Connected");
+  }
+
+  function askForKey() {
+    state.needsKey = true;
+    const hadKey = Boolean($("apikey").value.trim());
+    setConnection("needs-key", hadKey
+      ? "This agent did not accept that API key: enter another one below."
+      : "This agent needs an API key: enter it below and press “Use key and reconnect”.");
+    $("settings").open = true;
+    $("apikey").focus();
   }
 
   function retry() {
@@ -106,6 +130,7 @@
     const base = Math.min(1000 * Math.pow(2, state.tries - 1), 30000);
     const wait = base + base * 0.4 * (Math.random() - 0.5);
     setConnection("reconnecting", "Reconnecting (" + state.tries + "/" + MAX_TRIES + ")…");
+    state.needsKey = false;
     setTimeout(connect, wait);
   }
 
@@ -153,9 +178,26 @@
       }
       case "message_status_update":
         break;
+      case "sync_completed":
+      case "authenticated":
+        connected();
+        break;
       case "task_status_update": {
         const open = e.status === "queued" || e.status === "processing";
         state.current = open ? e.global_task_id : null;
+        // a question of the agent (input-required) is part of the conversation, and the
+        // next message answers it: it continues that task (as `a2a-hub chat --ws` does)
+        const toolCall = state.toolCallAt === e.task_id + "|" + e.seq;
+        if (e.status === "input-required" && !toolCall) { // a tool call is answered by the page
+          state.waiting = e.global_task_id;
+          if (e.message) {
+            const b = add("agent", e.message);
+            b.dataset.done = "true";
+            b.dataset.question = "true";
+          }
+        } else if (state.waiting === e.global_task_id && e.status !== "processing" && e.status !== "queued") {
+          state.waiting = null;
+        }
         $("cancel").disabled = !open;
         setStatus(e.message ? e.status + ": " + e.message : e.status, e.progress);
         break;
@@ -163,6 +205,7 @@
       case "tool_call": {
         const li = add("tool", "Tool call: " + e.tool_id + " " + JSON.stringify(e.params));
         li.dataset.toolCallId = e.tool_call_id;
+        state.toolCallAt = e.task_id + "|" + e.seq;
         const tool = CLIENT_TOOLS[e.tool_id];
         if (tool && e.seq === state.newest[e.task_id]) {
           let result;
@@ -179,6 +222,10 @@
         add("tool", "Tool result: " + JSON.stringify(e.result));
         break;
       case "error":
+        if (e.code === "unauthenticated" || e.code === "permission_denied") {
+          state.needsKey = true; // the close (1008) that follows asks for a key
+          break;
+        }
         add("error", "Error (" + e.code + "): " + e.message);
         break;
       default:
@@ -191,11 +238,14 @@
     const text = $("text").value.trim();
     if (!text) return;
     const id = crypto.randomUUID();
-    if (!send({ action: "send_message", message_id: id, text: text, context_id: state.contextId })) {
+    const frame = { action: "send_message", message_id: id, text: text, context_id: state.contextId };
+    if (state.waiting) frame.task_id = state.waiting;
+    if (!send(frame)) {
       add("error", "Not connected: the message was not sent");
       return;
     }
     state.lastMessageId = id;
+    state.waiting = null;
     save();
     add("user", text);
     $("text").value = "";
@@ -214,6 +264,7 @@
   $("savekey").addEventListener("click", () => {
     store.setItem("a2a-key", $("apikey").value.trim());
     state.tries = 0;
+    state.needsKey = false;
     if (state.ws) { const old = state.ws; state.ws = null; old.close(); }
     connect();
   });

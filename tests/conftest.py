@@ -88,9 +88,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if before is None:
         return
     found = asyncio.run(leftovers.differences(before))
+    stray = asyncio.run(leftovers.stray_session_keys())
     asyncio.run(leftovers.purge_session_keys())
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        for line in stray:
+            reporter.write_line(line, yellow=True)
     if found:
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         for line in ["the tests left this behind on the machine's servers:", *found]:
             if reporter is not None:
                 reporter.write_line(line, red=True)

@@ -8,11 +8,15 @@ from collections.abc import Iterator
 import pytest
 
 from a2a_hub.llm import default_settings, set_default_settings
+from a2a_hub.settings import LLMSettings
 
 
 @pytest.fixture(autouse=True)
 def _keep_llm_defaults() -> Iterator[None]:
-    """A test that sets the process-wide LLM settings (or builds a Hub) leaves them as found."""
+    """Each test starts from the package's own defaults, whatever a hub built earlier in
+    this worker set (every Hub sets them: on xdist a test of another module may have run
+    just before), and leaves them as found."""
     saved = default_settings()
+    set_default_settings(LLMSettings())
     yield
     set_default_settings(saved)

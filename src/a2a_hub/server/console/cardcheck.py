@@ -6,7 +6,8 @@ The schema (``agent-card.schema.json`` beside this module) was written for a2a-h
 ``jsonschema`` (draft 2020-12), each violation one finding naming where it is.
 
 A signature (A2A 1.0 §8.4) is a JWS with a detached payload: the card without
-``signatures`` in its RFC 8785 canonical form (``rfc8785``), the protected header naming
+``signatures`` in its RFC 8785 canonical form (``rfc8785``) — as served, or as a 1.0 reader
+parses it (``client.card_signature.v10_form``: what a2a-hub signs), the protected header naming
 ``alg``, ``kid`` and ``jku`` (the URL of the signer's JWKS).  :func:`signature_findings`
 fetches the JWKS (through the caller's fetcher: the hub's address policy) and verifies each
 signature with ``joserfc``, asymmetric algorithms only.  A good signature proves that the
@@ -96,13 +97,17 @@ async def signature_findings(
     from joserfc.errors import JoseError, SecurityWarning
     from joserfc.jwk import KeySet
 
+    from a2a_hub.client.card_signature import v10_form
+
     signatures = card.get("signatures")
     if not signatures:
         return [Finding("info", "the card is not signed (no signatures)")]
     if not isinstance(signatures, list):
         return [Finding("error", "signatures must be a list")]
     unsigned = {k: v for k, v in card.items() if k != "signatures"}
-    payload = rfc8785.dumps(unsigned)
+    # the card as served, or as a 1.0 reader parses it (what a2a-hub signs, and what the
+    # a2a-sdk's verifier checks: 0.3 fields and empty values left out)
+    payloads = [rfc8785.dumps(unsigned), rfc8785.dumps(v10_form(card))]
     found: list[Finding] = []
     for n, sig in enumerate(signatures, 1):
         name = f"signature {n}"
@@ -135,7 +140,13 @@ async def signature_findings(
         try:
             with warnings.catch_warnings():  # EdDSA: deprecated by RFC 9864, still verified
                 warnings.simplefilter("ignore", SecurityWarning)
-                jws.deserialize_compact(compact, keys, algorithms=[alg], payload=payload)
+                for n_payload, payload in enumerate(payloads, 1):
+                    try:
+                        jws.deserialize_compact(compact, keys, algorithms=[alg], payload=payload)
+                        break
+                    except (JoseError, ValueError):
+                        if n_payload == len(payloads):
+                            raise
         except (JoseError, ValueError) as exc:
             reason = str(exc).rstrip(": ") or type(exc).__name__
             found.append(

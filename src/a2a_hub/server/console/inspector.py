@@ -13,7 +13,7 @@ the raw frames; ``X-Upstream-Status`` carries the agent's HTTP status.
 Every outbound request goes through :func:`outbound`, the one place the hub's address
 policy (the push SSRF guard, :class:`~a2a_hub.push.urls.WebhookPolicy`) is applied: https
 only (http for allow-listed hosts), no private, loopback or link-local address unless
-allow-listed (``push_allow_hosts``), the checked address connected to (no DNS rebinding), no
+allow-listed (``outbound_allow_hosts``), the checked address connected to (no DNS rebinding), no
 redirects followed.  Who may use it: a caller with a key on a hub with keys; anyone on a
 hub without keys (which is open anyway).
 """

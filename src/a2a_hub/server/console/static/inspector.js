@@ -113,7 +113,7 @@ function chatPanel(card) {
 
 export async function inspectorPage(root, { ctx, query }) {
   root.append(h("h1", {}, "Inspector"),
-    h("p", { class: "muted" }, "Enter an A2A agent's URL (or its card's URL). The hub fetches the card, so the page needs no CORS; private and local addresses are refused unless allowed (push_allow_hosts)."));
+    h("p", { class: "muted" }, "Enter an A2A agent's URL (or its card's URL). The hub fetches the card, so the page needs no CORS; private and local addresses are refused unless allowed (outbound_allow_hosts)."));
   if (!ctx.session.inspector) {
     root.append(h("p", { class: "notice" }, "The inspector is for callers with an API key: enter one above."));
     return;

@@ -39,7 +39,7 @@ from a2a.types.a2a_pb2 import (
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Value
 
-from tests.support.processes import ROOT, child_env, free_port
+from tests.support.processes import ROOT, child_env, free_port, wait_http
 from tests.support.sse import frames, rpc_body, user_message
 from tests.support.stores import POSTGRES_URL, missing_service
 
@@ -70,16 +70,7 @@ def adk_hub(cwd: Path, store: str, *, port: int | None = None) -> Iterator[str]:
                                 stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
         url = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 300
-            while True:
-                assert proc.poll() is None, log_path.read_text(errors="replace")
-                try:
-                    if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, "the hub did not start in 300 s"
-                time.sleep(0.2)
+            wait_http(f"{url}/healthz", proc, log_path, timeout=300)
             yield url
         finally:
             with contextlib.suppress(ProcessLookupError):

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.support.cli import MODULE, env, free_port
+from tests.support.processes import wait_http
 
 #: Processes start slowly on a busy machine: never a failure for that.
 pytestmark = pytest.mark.timeout(900)
@@ -26,7 +26,7 @@ AGENT = "drip=tests.support.agents:Drip?chunks=25&interval=0.2"
 
 
 @contextmanager
-def server(tmp_path: Path, port: int) -> Iterator[subprocess.Popen[str]]:
+def server(tmp_path: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
     proc = subprocess.Popen(
         [*MODULE, "serve", "--agent", AGENT, "--port", str(port),
          "--store", f"sqlite:///{tmp_path}/hub.db"],
@@ -34,16 +34,7 @@ def server(tmp_path: Path, port: int) -> Iterator[subprocess.Popen[str]]:
         stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, "the server exited"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.2)
+        wait_http(f"http://127.0.0.1:{port}/healthz", proc)
         yield proc
     finally:
         if proc.poll() is None:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -104,12 +105,16 @@ def mcp_http_server(cwd: Path) -> Iterator[str]:
         log.close()
 
 
-def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> None:
+def wait_http(
+    url: str, proc: subprocess.Popen[Any], log: Path | None = None, timeout: float = 120
+) -> None:
+    """Wait until ``url`` answers 200; fail at once, with the log, if ``proc`` exits."""
     # a hang guard, generous: a process importing an agent framework on a loaded machine
     deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
-            raise AssertionError(f"process exited early:\n{log.read_text(errors='replace')}")
+            said = log.read_text(errors="replace") if log is not None else "(no log)"
+            raise AssertionError(f"process exited early:\n{said}")
         try:
             if httpx.get(url, timeout=1).status_code == 200:
                 return

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from a2a_hub import Hub, create_app
-from tests.support import leftovers
+from tests.support import leftovers, orphans
 from tests.support.agents import ChattyExecutor, PizzaExecutor, SlowExecutor
 from tests.support.hub import LiveServer, make_hub
 from tests.support.stores import (
@@ -26,6 +26,9 @@ from tests.support.stores import (
 # health check, which fail on a loaded machine (CI runs the suite on 4 workers, 2 cores).
 settings.register_profile("a2a-hub", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("a2a-hub")
+
+# whatever ends a test process, the hubs, workers and servers it started end with it
+orphans.install()
 
 #: Tests that start real processes or wait on purpose (seconds each), slowest first.  They
 #: run before the rest: ``make test`` runs the suite on several workers (pytest-xdist),

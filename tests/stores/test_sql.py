@@ -193,6 +193,24 @@ async def schema_of(database: Database) -> tuple[int, set[str], set[str]]:
     return int(version), columns, indexes
 
 
+async def foreign_keys_of(database: Database) -> dict[str, list[str]]:
+    """The tables each of the events' and push configs' foreign keys refers to."""
+    engine = database.engine()
+    try:
+        async with engine.connect() as conn:
+
+            def inspected(sync: Any) -> dict[str, list[str]]:
+                found = inspect(sync)
+                return {
+                    table: [key["referred_table"] for key in found.get_foreign_keys(table)]
+                    for table in ("a2a_task_events", "a2a_push_configs")
+                }
+
+            return await conn.run_sync(inspected)
+    finally:
+        await engine.dispose()
+
+
 async def test_a_new_database_gets_the_current_schema(database: Database) -> None:
     store = database.store()
     await store.open()
@@ -201,6 +219,8 @@ async def test_a_new_database_gets_the_current_schema(database: Database) -> Non
     assert version == SCHEMA_VERSION
     assert "owner" in columns
     assert {"ix_a2a_tasks_owner", "ix_a2a_tasks_state"} <= indexes
+    # The store keeps events and push configs with their task itself (v10).
+    assert await foreign_keys_of(database) == {"a2a_task_events": [], "a2a_push_configs": []}
 
 
 async def test_a_version_2_database_is_migrated_and_keeps_its_tasks(database: Database) -> None:
@@ -241,6 +261,13 @@ async def test_a_version_2_database_is_migrated_and_keeps_its_tasks(database: Da
     assert version == SCHEMA_VERSION
     assert "owner" in columns
     assert {"ix_a2a_tasks_owner", "ix_a2a_tasks_state"} <= indexes
+    # PostgreSQL's foreign keys are dropped (v10); a SQLite file keeps its declarations,
+    # unenforced (the delete above and the contract suite behave the same either way).
+    refers = [] if database.url.startswith("postgresql") else ["a2a_tasks"]
+    assert await foreign_keys_of(database) == {
+        "a2a_task_events": refers,
+        "a2a_push_configs": refers,
+    }
 
     # Opening the migrated database again changes nothing.
     again = database.store()

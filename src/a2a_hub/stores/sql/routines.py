@@ -33,7 +33,8 @@ __all__ = [
 # lookup then repeats however large the table grows (bench/README.md).  The batch functions
 # run with sequential scans disabled (v10): every statement of theirs reads by key, so the
 # generic plan is the index's whatever the statistics say.  (Custom plans every call,
-# plan_cache_mode = force_custom_plan, also hold, but made each batch about 3x dearer.)
+# plan_cache_mode = force_custom_plan, also hold, but made a batch 75 % dearer or more:
+# bench/pg_plans.py.)
 _PLANS = "SET enable_seqscan = off"
 
 # Saves a batch of tasks (snapshot + events each) in order, in the caller's transaction.

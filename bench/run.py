@@ -538,20 +538,36 @@ def pg_count(url: str, agent: str = DB_AGENT) -> int:
     return int(n or 0)
 
 
-#: The tables the bench writes to, by agent id (events and push configs go with their task).
-_PG_TABLES = ("a2a_tasks", "a2a_message_claims", "a2a_push_outbox")
+#: The tables the bench writes to, by agent id (no foreign key cascades to the events and
+#: push configs since schema v10: each is cleaned).
+_PG_TABLES = (
+    "a2a_tasks",
+    "a2a_task_events",
+    "a2a_push_configs",
+    "a2a_message_claims",
+    "a2a_push_outbox",
+)
 
 
 async def _pg_clean(url: str, agent: str) -> None:
     import asyncpg
 
+    from a2a_hub.stores.sql import SqlStore
+
+    # The schema first (made, or upgraded, by this tree's store), so that a fresh database
+    # starts like any other: its tables emptied of the bench's rows and analyzed.
+    store = SqlStore(url)
+    await store.open()
+    await store.close()
     conn = await asyncpg.connect(url)
     try:
         for table in _PG_TABLES:
             await conn.execute(f"DELETE FROM {table} WHERE agent_id = $1", agent)
         # this server runs without autovacuum: dead rows and stale statistics from earlier
-        # runs would slow the next run down (about 4,500 -> 1,700 req/s seen), so clean up
-        for table in (*_PG_TABLES, "a2a_task_events", "a2a_task_counts"):
+        # runs would slow the next run down (about 4,500 -> 1,700 req/s seen), so clean up;
+        # in a database holding only the bench's rows the tables are then analyzed while
+        # empty, the case where cached plans went wrong (issue 29, the seq scans reported)
+        for table in (*_PG_TABLES, "a2a_task_counts"):
             await conn.execute(f"VACUUM ANALYZE {table}")
     finally:
         await conn.close()
@@ -567,6 +583,56 @@ def pg_clean(url: str, agent: str = DB_AGENT) -> None:
             return  # no table yet: nothing to clean
 
         console.print(f"[yellow]could not clean the bench's PostgreSQL rows: {exc}[/yellow]")
+
+
+#: The tables whose sequential scans the bench counts during a PostgreSQL run (issue 29: a
+#: plan cached while they were empty and analyzed made each save scan every task).
+_PG_SCANNED = ("a2a_tasks", "a2a_task_events")
+
+
+async def _pg_scans(url: str) -> tuple[int, int, int]:
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        row = await conn.fetchrow(
+            "SELECT coalesce(sum(seq_scan), 0), coalesce(sum(seq_tup_read), 0), "
+            "coalesce(sum(c.reltuples) FILTER (WHERE c.relname = 'a2a_tasks'), -1) "
+            "FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid "
+            "WHERE s.relname = ANY($1::text[]) AND s.schemaname = current_schema()",
+            list(_PG_SCANNED),
+        )
+        return int(row[0]), int(row[1]), int(row[2])
+    finally:
+        await conn.close()
+
+
+def pg_scans(url: str) -> tuple[int, int, int] | None:
+    """Sequential scans of the task and event tables so far, the rows they read, and the
+    tasks the statistics say a2a_tasks holds (0: analyzed while empty), or None."""
+    try:
+        return asyncio.run(_pg_scans(url))
+    except Exception:
+        return None
+
+
+def pg_scans_after(url: str, before: tuple[int, int, int] | None) -> str | None:
+    """What the server's sequential scans of those tables came to (read once its backends
+    have reported their counts: they do as they exit, so until two reads agree)."""
+    if before is None:
+        return None
+    last = pg_scans(url)
+    for _ in range(50):
+        time.sleep(0.1)
+        now = pg_scans(url)
+        if now == last:
+            break
+        last = now
+    if last is None:
+        return None
+    scans, rows = last[0] - before[0], last[1] - before[1]
+    analyzed = "analyzed while empty" if before[2] == 0 else f"statistics: {before[2]} tasks"
+    return f"{scans} sequential scans of {'/'.join(_PG_SCANNED)} read {rows} rows ({analyzed})"
 
 
 def _redis(url: str) -> tuple[Any, str]:
@@ -980,6 +1046,8 @@ def main() -> int:
                 continue
             started.append(t)
             t.db_before = store_count(t) or 0
+            if (t.store or "").startswith("postgres"):
+                t.extra["pg_scans"] = pg_scans(t.store or "")
         for sc in scenarios:
             entries.append(run_scenario(sc, targets))
     finally:
@@ -1004,6 +1072,10 @@ def main() -> int:
                     + ("every acknowledged task is there" if ok else "MISMATCH")
                 ),
             }
+            scanned = pg_scans_after(t.store or "", t.extra.get("pg_scans"))
+            if scanned is not None:
+                durability[key]["seq_scans"] = scanned
+                durability[key]["verdict"] += f"; {scanned}"
             store_clean(t)
         shutil.rmtree(tmp, ignore_errors=True)
         ISSUER.stop()

@@ -658,6 +658,13 @@ async def test_push_config_on_missing_task_is_task_not_found(store: Store, agent
     with pytest.raises(TaskNotFoundError):
         await store.set_push_config(agent_id, "nope", push_config("c1"))
     assert await store.list_push_configs(agent_id, "nope") == []
+    # Nor on a task deleted (SQL stores check this themselves: no foreign key since v10).
+    task = make_task("gone")
+    await store.save_task(agent_id, task, [snapshot_event(1, task)])
+    assert await store.delete_task(agent_id, task.id)
+    with pytest.raises(TaskNotFoundError):
+        await store.set_push_config(agent_id, task.id, push_config("c1"))
+    assert await store.list_push_configs(agent_id, task.id) == []
 
 
 # --- durability ------------------------------------------------------------------------

@@ -32,12 +32,14 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from a2a_hub.protocol.errors import TaskNotFoundError
 from a2a_hub.protocol.types import TaskState
 from a2a_hub.stores import LogConflictError, StoredTask, TaskQuery
 from a2a_hub.stores.sql import SCHEMA_VERSION, SqlStore
+from a2a_hub.stores.sql.statements import DELETE_TASK, Statements
 from tests.support.stores import POSTGRES_URL, missing_service
 
-from .test_contract import make_task, snapshot_event, status_event, with_state
+from .test_contract import make_task, push_config, snapshot_event, status_event, with_state
 
 # --- the schema as version 2 wrote it ---------------------------------------------------
 
@@ -193,6 +195,24 @@ async def schema_of(database: Database) -> tuple[int, set[str], set[str]]:
     return int(version), columns, indexes
 
 
+async def foreign_keys_of(database: Database) -> dict[str, list[str]]:
+    """The tables each of the events' and push configs' foreign keys refers to."""
+    engine = database.engine()
+    try:
+        async with engine.connect() as conn:
+
+            def inspected(sync: Any) -> dict[str, list[str]]:
+                found = inspect(sync)
+                return {
+                    table: [key["referred_table"] for key in found.get_foreign_keys(table)]
+                    for table in ("a2a_task_events", "a2a_push_configs")
+                }
+
+            return await conn.run_sync(inspected)
+    finally:
+        await engine.dispose()
+
+
 async def test_a_new_database_gets_the_current_schema(database: Database) -> None:
     store = database.store()
     await store.open()
@@ -201,6 +221,8 @@ async def test_a_new_database_gets_the_current_schema(database: Database) -> Non
     assert version == SCHEMA_VERSION
     assert "owner" in columns
     assert {"ix_a2a_tasks_owner", "ix_a2a_tasks_state"} <= indexes
+    # The store keeps events and push configs with their task itself (v10).
+    assert await foreign_keys_of(database) == {"a2a_task_events": [], "a2a_push_configs": []}
 
 
 async def test_a_version_2_database_is_migrated_and_keeps_its_tasks(database: Database) -> None:
@@ -241,6 +263,13 @@ async def test_a_version_2_database_is_migrated_and_keeps_its_tasks(database: Da
     assert version == SCHEMA_VERSION
     assert "owner" in columns
     assert {"ix_a2a_tasks_owner", "ix_a2a_tasks_state"} <= indexes
+    # PostgreSQL's foreign keys are dropped (v10); a SQLite file keeps its declarations,
+    # unenforced (the delete above and the contract suite behave the same either way).
+    refers = [] if database.url.startswith("postgresql") else ["a2a_tasks"]
+    assert await foreign_keys_of(database) == {
+        "a2a_task_events": refers,
+        "a2a_push_configs": refers,
+    }
 
     # Opening the migrated database again changes nothing.
     again = database.store()
@@ -263,6 +292,58 @@ async def test_a_newer_schema_is_refused(database: Database) -> None:
         await engine.dispose()
     with pytest.raises(RuntimeError, match=f"schema version {SCHEMA_VERSION + 1}"):
         await database.store().open()
+
+
+async def waiting_on_a_lock(engine: AsyncEngine) -> None:
+    """Until a backend of this database waits for a row lock."""
+    waiting = text(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    for _ in range(1000):
+        async with engine.connect() as conn:
+            if (await conn.execute(waiting)).scalar_one():
+                return
+        await asyncio.sleep(0.01)
+    raise AssertionError("nobody waited for the lock")
+
+
+async def test_postgresql_a_push_config_never_outlives_its_task(database: Database) -> None:
+    """No foreign key since v10: a push config written while its task is deleted goes with
+    it, and one written while the delete is in flight is refused (TaskNotFound)."""
+    if not database.url.startswith("postgresql"):
+        pytest.skip("SQLite has one writer at a time: nothing runs in between")
+    store = database.store()
+    await store.open()
+    engine = database.engine()
+    task = make_task("t")
+    key = {"p_agent": "agent", "p_task": task.id}
+    config = {**key, "p_config": "c0", "p_data": msgspec.json.encode(push_config("c0"))}
+    try:
+        await store.save_task("agent", task, [snapshot_event(1, task)])
+        # A config written (not yet committed): the delete waits, then deletes it too.
+        async with engine.connect() as other:
+            assert (await other.execute(Statements("postgresql").set_push, config)).rowcount
+            deleting = asyncio.ensure_future(store.delete_task("agent", task.id))
+            await waiting_on_a_lock(engine)
+            await other.commit()
+        assert await deleting is True
+        assert await store.list_push_configs("agent", task.id) == []
+        # A delete in flight: the config write waits, then finds the task gone.
+        await store.save_task("agent", task, [snapshot_event(1, task)])
+        async with engine.connect() as other:
+            await other.execute(DELETE_TASK, key)
+            setting = asyncio.ensure_future(
+                store.set_push_config("agent", task.id, push_config("c1"))
+            )
+            await waiting_on_a_lock(engine)
+            await other.commit()
+        with pytest.raises(TaskNotFoundError):
+            await setting
+        assert await store.list_push_configs("agent", task.id) == []
+    finally:
+        await store.close()
+        await engine.dispose()
 
 
 # --- PostgreSQL connections --------------------------------------------------------------

@@ -72,7 +72,9 @@ def sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA foreign_keys=ON")
+        # The task store keeps its tables' links itself (schema v10); files made before
+        # v10 still declare foreign keys, left unenforced like a new file's absent ones.
+        cursor.execute("PRAGMA foreign_keys=OFF")
     finally:
         cursor.close()
 

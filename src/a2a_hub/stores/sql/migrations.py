@@ -6,12 +6,13 @@ the migration runner the registry uses too (:class:`~.database.VersionedSchema`)
 
 from __future__ import annotations
 
-from sqlalchemy import delete, func, insert, inspect, literal, select, text, update
+from sqlalchemy import Connection, delete, func, insert, inspect, literal, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.schema import CreateIndex, CreateTable, DropIndex
 
 from a2a_hub.stores.sql.database import Step, VersionedSchema, create_table, dialect_insert
 from a2a_hub.stores.sql.routines import (
+    BATCH_FUNCTIONS,
     CLAIM_MESSAGES_SQL,
     PG_COUNT_DELETED_FUNCTION,
     PG_COUNT_FUNCTION,
@@ -22,9 +23,11 @@ from a2a_hub.stores.sql.routines import (
 )
 from a2a_hub.stores.sql.schema import (
     DATA_TABLES,
+    events,
     leases,
     message_claims,
     meta,
+    push_configs,
     push_outbox,
     schema_version,
     task_counts,
@@ -35,7 +38,7 @@ __all__ = ["SCHEMA", "SCHEMA_VERSION", "setup_schema"]
 
 #: Version of the schema this code writes.  Bump it and add an entry to
 #: ``_MIGRATIONS`` (``version -> coroutine upgrading from version - 1``).
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 _PG_SCHEMA_LOCK = 0x0A2A_0B5C  # pg_advisory_xact_lock key serialising schema setup
 
@@ -131,6 +134,30 @@ async def _add_task_counts(conn: AsyncConnection) -> None:
     )
 
 
+async def _plans_that_hold(conn: AsyncConnection) -> None:
+    """Version 10: no foreign keys from the events and push configs to their task (the
+    store keeps those links itself, see :mod:`.schema`), and PostgreSQL's batch functions
+    redefined with sequential scans disabled (see :mod:`.routines`).  SQLite files keep
+    their declarations, unenforced (rebuilding the tables would copy every event)."""
+    if conn.dialect.name != "postgresql":
+        return
+
+    def foreign_keys(sync: Connection) -> list[tuple[str, str]]:
+        found = inspect(sync)
+        return [
+            (table.name, str(key["name"]))
+            for table in (events, push_configs)
+            for key in found.get_foreign_keys(table.name)
+        ]
+
+    for table_name, key_name in await conn.run_sync(foreign_keys):
+        await conn.exec_driver_sql(
+            f'ALTER TABLE {table_name} DROP CONSTRAINT IF EXISTS "{key_name}"'
+        )
+    for definition in BATCH_FUNCTIONS.values():
+        await conn.exec_driver_sql(definition)
+
+
 # Upgrades, keyed by the version they produce; each runs inside the setup transaction.
 _MIGRATIONS: dict[int, Step] = {
     2: _add_leases,
@@ -141,6 +168,7 @@ _MIGRATIONS: dict[int, Step] = {
     7: _add_message_claims,
     8: _list_indexes,
     9: _add_task_counts,
+    10: _plans_that_hold,
 }
 
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import msgspec
 from sqlalchemy import and_, or_, select
-from sqlalchemy import exc as sa_exc
 
 from a2a_hub.protocol.errors import TaskNotFoundError
 from a2a_hub.protocol.types import StreamResponse, TaskPushNotificationConfig
@@ -200,11 +199,10 @@ class SqlPush(SqlBase):
             "p_config": config.id or task_id,
             "p_data": _enc.encode(config),
         }
-        try:
-            async with self.engine.begin() as conn:
-                await conn.execute(self._stmts.set_push, params)
-        except sa_exc.IntegrityError as exc:  # the foreign key: no such task
-            raise TaskNotFoundError(f"Task {task_id} not found") from exc
+        async with self.engine.begin() as conn:
+            result = await conn.execute(self._stmts.set_push, params)
+        if result.rowcount != 1:  # written only while the task is there
+            raise TaskNotFoundError(f"Task {task_id} not found")
 
     @sql_guarded
     async def get_push_config(

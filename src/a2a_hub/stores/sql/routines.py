@@ -17,6 +17,7 @@ from a2a_hub.stores.sql.schema import (
 )
 
 __all__ = [
+    "BATCH_FUNCTIONS",
     "CLAIM_MESSAGES_SQL",
     "PG_COUNT_DELETED_FUNCTION",
     "PG_COUNT_FUNCTION",
@@ -25,6 +26,16 @@ __all__ = [
     "SAVE_TASKS_V6_SQL",
     "SQLITE_COUNT_TRIGGERS",
 ]
+
+# The plans of a PL/pgSQL function's statements are cached per connection, and after five
+# calls PostgreSQL keeps a generic plan if it looks no dearer: on a table analyzed while
+# empty (and no autovacuum to analyze it again) that is a sequential scan, which each key
+# lookup then repeats however large the table grows (bench/README.md).  The batch functions
+# run with sequential scans disabled (v10): every statement of theirs reads by key, so the
+# generic plan is the index's whatever the statistics say.  (Custom plans every call,
+# plan_cache_mode = force_custom_plan, also hold, but made a batch 75 % dearer or more:
+# bench/pg_plans.py.)
+_PLANS = "SET enable_seqscan = off"
 
 # Saves a batch of tasks (snapshot + events each) in order, in the caller's transaction.
 # Save i: the snapshot p_data[i] (with the columns next to it), and the p_count[i] events
@@ -41,7 +52,7 @@ CREATE OR REPLACE FUNCTION {SAVE_TASKS}(
     p_agent text[], p_task text[], p_context text[], p_state text[], p_updated float8[],
     p_data bytea[], p_owner text[], p_first int[], p_count int[], p_events bytea[],
     p_channel text
-) RETURNS int[] LANGUAGE plpgsql AS $fn$
+) RETURNS int[] LANGUAGE plpgsql {_PLANS} AS $fn$
 DECLARE
     v_n int := coalesce(array_length(p_task, 1), 0);
     v_result int[] := array_fill(-1, ARRAY[v_n]);
@@ -112,7 +123,7 @@ CREATE OR REPLACE FUNCTION {SAVE_TASKS_WITH_DELIVERIES}(
     p_data bytea[], p_owner text[], p_first int[], p_count int[], p_events bytea[],
     p_channel text, p_dcount int[], d_config text[], d_seq int[], d_snap int[],
     d_attempts int[], d_due float8[], d_first float8[], d_error text[], d_dead int[]
-) RETURNS int[] LANGUAGE plpgsql AS $fn$
+) RETURNS int[] LANGUAGE plpgsql {_PLANS} AS $fn$
 DECLARE
     v_n int := coalesce(array_length(p_task, 1), 0);
     v_result int[] := array_fill(-1, ARRAY[v_n]);
@@ -233,7 +244,7 @@ CLAIM_MESSAGES_SQL = f"""
 CREATE OR REPLACE FUNCTION {CLAIM_MESSAGES}(
     p_agent text[], p_owner text[], p_message text[], p_created float8[], p_data bytea[],
     p_task text[], p_reply bool[]
-) RETURNS TABLE(o_pos int, o_data bytea) LANGUAGE plpgsql AS $fn$
+) RETURNS TABLE(o_pos int, o_data bytea) LANGUAGE plpgsql {_PLANS} AS $fn$
 DECLARE
     v_rows int;
 BEGIN
@@ -323,3 +334,12 @@ SQLITE_COUNT_TRIGGERS = (
     f"WHEN OLD.state <> NEW.state "
     f"BEGIN {_sqlite_count('OLD', '-1')} {_sqlite_count('NEW', '1')} END",
 )
+
+
+#: PostgreSQL: the batch functions (their names and definitions), which the store calls
+#: on its hot path and which v10 redefined with their plan setting.
+BATCH_FUNCTIONS = {
+    SAVE_TASKS: SAVE_TASKS_SQL,
+    SAVE_TASKS_WITH_DELIVERIES: SAVE_TASKS_V6_SQL,
+    CLAIM_MESSAGES: CLAIM_MESSAGES_SQL,
+}

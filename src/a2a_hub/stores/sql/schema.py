@@ -11,7 +11,6 @@ from __future__ import annotations
 from sqlalchemy import (
     Column,
     Double,
-    ForeignKeyConstraint,
     Index,
     Integer,
     LargeBinary,
@@ -71,6 +70,14 @@ Index(
 Index("ix_a2a_tasks_owner", tasks.c.agent_id, tasks.c.owner, tasks.c.updated_at, tasks.c.task_id)
 Index("ix_a2a_tasks_state", tasks.c.agent_id, tasks.c.state, tasks.c.updated_at, tasks.c.task_id)
 
+# Events and push configs belong to their task by key, with no foreign key (v10): on
+# PostgreSQL each event insert would check its task through a plan cached per connection,
+# which a table analyzed while empty turns into a sequential scan of every task, kept for
+# good without autovacuum (bench/README.md).  The store keeps the link itself: events are
+# written only in the save that writes their task's row, a push config only while its task
+# exists (push.py), and deleting a task deletes its events, configs and deliveries
+# (tasks.py).  SQLite files made before v10 keep their declarations, inert: the store's
+# connections leave SQLite's foreign key enforcement off.
 events = Table(
     "a2a_task_events",
     metadata,
@@ -78,9 +85,6 @@ events = Table(
     Column("task_id", String, primary_key=True),
     Column("seq", Integer, primary_key=True),
     Column("data", LargeBinary, nullable=False),
-    ForeignKeyConstraint(
-        ["agent_id", "task_id"], [tasks.c.agent_id, tasks.c.task_id], ondelete="CASCADE"
-    ),
 )
 
 push_configs = Table(
@@ -91,9 +95,6 @@ push_configs = Table(
     Column("config_id", String, primary_key=True),
     Column("created", Integer, nullable=False),  # creation order within the task
     Column("data", LargeBinary, nullable=False),
-    ForeignKeyConstraint(
-        ["agent_id", "task_id"], [tasks.c.agent_id, tasks.c.task_id], ondelete="CASCADE"
-    ),
 )
 
 # Push notifications owed (v5): written in the save that writes their event; no foreign

@@ -303,14 +303,23 @@ class Statements:
                 last_seq=bindparam("p_last", type_=Integer),
             )
         )
-        push_ins = insert(push_configs).values(
-            agent_id=_agent,
-            task_id=_task,
-            config_id=bindparam("p_config", type_=String),
-            created=select(func.coalesce(func.max(push_configs.c.created), 0) + 1)
+        # A push config is written only if its task is there (no foreign key since v10):
+        # the row comes from the task's, which PostgreSQL locks against a concurrent
+        # delete (FOR KEY SHARE: the delete waits, then deletes this config too, or this
+        # finds the task gone and writes nothing); SQLite has one writer at a time.
+        of_task = select(
+            _agent,
+            _task,
+            bindparam("p_config", type_=String),
+            select(func.coalesce(func.max(push_configs.c.created), 0) + 1)
             .where(*_push_key)
             .scalar_subquery(),
-            data=bindparam("p_data", type_=LargeBinary),
+            bindparam("p_data", type_=LargeBinary),
+        ).where(*_task_key)
+        if dialect == "postgresql":
+            of_task = of_task.with_for_update(key_share=True, read=True, of=tasks)
+        push_ins = insert(push_configs).from_select(
+            ["agent_id", "task_id", "config_id", "created", "data"], of_task
         )
         self.claim_deliveries = _claim_deliveries(dialect)
         self.add_meta = insert(meta).on_conflict_do_nothing()

@@ -217,11 +217,14 @@ class SqlTasks(SqlBase):
     @sql_guarded
     async def delete_task(self, agent_id: str, task_id: str) -> bool:
         params = {"p_agent": agent_id, "p_task": task_id}
+        # The task first: on PostgreSQL its delete waits for a save or a push config
+        # write in flight on it (they lock its row), and each statement after it sees
+        # what they committed; no foreign key cascades (schema v10).
         async with self.engine.begin() as conn:
+            result = await conn.execute(DELETE_TASK, params)
             await conn.execute(DELETE_EVENTS, params)
             await conn.execute(DELETE_PUSH_ALL, params)
             await conn.execute(DELETE_OUTBOX, params)
-            result = await conn.execute(DELETE_TASK, params)
         return result.rowcount > 0
 
     # --- events ------------------------------------------------------------------------

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
+import threading
 from collections import deque
 from collections.abc import Callable
 from types import TracebackType
@@ -55,11 +57,11 @@ DEFAULT_FEED_BUFFER = 4096
 class Subscription:
     """A bounded mailbox of one subscriber on one task's topic.
 
-    Kept small (lists, one waiter future only while waiting): ten thousand idle
-    subscribers should cost little memory.
+    Kept small (lists, one waiter future only while waiting, the idle timeout a slot in
+    a shared timer wheel): ten thousand idle subscribers should cost little memory.
     """
 
-    __slots__ = ("_waiter", "buffer", "limit", "overflowed", "overflows")
+    __slots__ = ("_waiter", "buffer", "due", "limit", "overflowed", "overflows")
 
     def __init__(self, limit: int = DEFAULT_BUFFER) -> None:
         self.buffer: list[TaskEvent] = []
@@ -68,6 +70,8 @@ class Subscription:
         #: How many times this subscriber fell behind and had to catch up from the log.
         self.overflows = 0
         self._waiter: asyncio.Future[None] | None = None
+        #: Loop time at which the current wait ends quietly (``waiter(idle)``).
+        self.due = 0.0
 
     def push(self, event: TaskEvent) -> None:
         """Called by the publisher; never blocks, never grows past ``limit``."""
@@ -86,15 +90,74 @@ class Subscription:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def waiter(self, idle: float | None = None) -> asyncio.Future[None]:
+        """The future to await until something is pushed, or ``idle`` seconds pass
+        (then it just completes: look at the buffer); call :meth:`waited` after.  Awaited
+        by the caller itself (no coroutine of its own), and its timeout is one slot in the
+        loop's shared :class:`_Wheel`, not a timer of its own."""
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        if idle is not None:
+            _wheel().add(self, idle)
+        return waiter
+
+    def waited(self) -> None:
+        """The wait is over (the waiter completed or was cancelled)."""
+        self._waiter = None
+
     async def wait(self) -> None:
         """Until something is pushed (returns at once if something is there)."""
         if self.buffer or self.overflowed:
             return
-        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        waiter = self.waiter()
         try:
             await waiter
         finally:
             self._waiter = None
+
+
+class _Wheel:
+    """The idle timeouts of one loop's subscriptions: one loop timer per tick, shared by
+    every subscription whose wait ends in that tick, instead of a timer per wait.
+
+    A tick is 1 s for waits of 8 s or more (a heartbeat comes at most 1 s late), an
+    eighth of the wait for shorter ones.  A subscription woken early stays in its slot;
+    when the slot fires it is skipped if its current wait (``due``) ends later.
+    """
+
+    __slots__ = ("loop", "slots")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.slots: dict[tuple[float, int], list[Subscription]] = {}
+
+    def add(self, sub: Subscription, idle: float) -> None:
+        due = self.loop.time() + idle
+        sub.due = due
+        tick = 1.0 if idle >= 8 else max(idle / 8, 0.001)
+        key = (tick, math.ceil(due / tick))
+        slot = self.slots.get(key)
+        if slot is None:
+            slot = self.slots[key] = []
+            self.loop.call_at(key[1] * tick, self._fire, key)
+        slot.append(sub)
+
+    def _fire(self, key: tuple[float, int]) -> None:
+        ends = key[1] * key[0] + 1e-6  # the slot's time: every wait due by then is over
+        for sub in self.slots.pop(key, ()):
+            if sub.due <= ends:
+                sub.wake()
+
+
+_local = threading.local()
+
+
+def _wheel() -> _Wheel:
+    """The running loop's wheel (one per thread, replaced when the thread's loop changes)."""
+    loop = asyncio.get_running_loop()
+    wheel: _Wheel | None = getattr(_local, "wheel", None)
+    if wheel is None or wheel.loop is not loop:
+        wheel = _local.wheel = _Wheel(loop)
+    return wheel
 
 
 class FeedItem(NamedTuple):

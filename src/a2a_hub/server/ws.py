@@ -46,7 +46,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections import Counter
+from collections import Counter, deque
 from typing import Any
 
 import msgspec
@@ -77,6 +77,7 @@ from a2a_hub.protocol.types import (
 )
 from a2a_hub.server.auth import KEY_SUBPROTOCOL, authenticate, key_of
 from a2a_hub.server.caller import KEY_IN_FIRST_FRAME, caller_of
+from a2a_hub.server.detached import detach
 from a2a_hub.server.errors import protocol_error
 from a2a_hub.server.hub import HostedAgent, Hub
 from a2a_hub.server.ws_events import (
@@ -117,6 +118,8 @@ SUBPROTOCOL = "a2a-hub"
 MAX_SYNC_TASKS = 1000
 
 _ACTIONS = {"send_message", "cancel_task", "ping", "tool_response", "sync_state", "authenticate"}
+#: Frames that may wait for the worker; one more gets an ``error`` event.
+_INBOX = 64
 #: Seconds a socket to a protected agent, opened without a key, has to send it.
 _FIRST_FRAME_TIMEOUT = 10.0
 _enc = msgspec.json.Encoder()
@@ -204,13 +207,35 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         connection = (RpcConnection if rpc else Connection)(websocket, hub, agent, caller)
         if api_key is not None and caller.key_id is not None:
             connection.recheck = functools.partial(authenticate, hub.auth, agent.id, api_key)
+    except BaseException:
+        _released(sockets, agent.id, key, record)
+        raise
+    # the socket's life runs outside the middleware stack (server/detached.py)
+    serve = functools.partial(_serve, connection, sockets, agent.id, key, record)
+    if not detach(websocket.scope, serve):
+        await serve()
+
+
+async def _serve(
+    connection: Connection | RpcConnection,
+    sockets: _Sockets,
+    agent_id: str,
+    key: str | None,
+    record: bool,
+) -> None:
+    """Run an accepted connection until it ends, then release its place in the limits."""
+    try:
         await connection.run()
     finally:
-        if record:
-            metrics.WEBSOCKETS_OPEN.dec()
-        sockets.agents[agent.id] -= 1
-        if key is not None:
-            sockets.keys[key] -= 1
+        _released(sockets, agent_id, key, record)
+
+
+def _released(sockets: _Sockets, agent_id: str, key: str | None, record: bool) -> None:
+    if record:
+        metrics.WEBSOCKETS_OPEN.dec()
+    sockets.agents[agent_id] -= 1
+    if key is not None:
+        sockets.keys[key] -= 1
 
 
 async def _first_rpc_frame_caller(
@@ -293,8 +318,9 @@ class Connection(ServerSocket):
         self.views: dict[str, TaskView] = {}
         #: Task id -> the asyncio task following it.
         self.followers: dict[str, asyncio.Task[None]] = {}
-        #: Frames received, waiting for the worker.
-        self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue(64)
+        #: Frames received, waiting for the worker (which runs only while there are some).
+        self._inbox: deque[str | bytes] | None = None
+        self._worker: asyncio.Task[None] | None = None
 
     # --- sending ------------------------------------------------------------------
 
@@ -310,9 +336,10 @@ class Connection(ServerSocket):
         """Serve actions until the client leaves, goes idle or is cut loose.
 
         Frames are read here and run one after the other by a worker, so that a
-        client leaving is noticed at once even while an action is busy sending.
+        client leaving is noticed at once even while an action is busy sending.  The
+        worker is a task only while frames wait: an idle socket is this one coroutine
+        (and one task per followed task).
         """
-        worker = asyncio.ensure_future(self._work())
         try:
             while not self._closed:
                 try:
@@ -334,23 +361,28 @@ class Connection(ServerSocket):
                     data = message.get("bytes")
                 if data is None:
                     continue
-                if self._inbox.full():
+                inbox = self._inbox
+                if inbox is None:
+                    inbox = self._inbox = deque()
+                if len(inbox) >= _INBOX:
                     await self.send(
                         error_event(
-                            InvalidRequestError(
-                                f"more than {self._inbox.maxsize} actions wait; slow down"
-                            )
+                            InvalidRequestError(f"more than {_INBOX} actions wait; slow down")
                         )
                     )
                     continue
-                self._inbox.put_nowait(data)
+                inbox.append(data)
+                if self._worker is None or self._worker.done():
+                    self._worker = asyncio.ensure_future(self._work())
         except (WebSocketDisconnect, RuntimeError):
             self._closed = True
         finally:
             self._closed = True
-            worker.cancel()
-            with contextlib.suppress(BaseException):
-                await worker
+            worker = self._worker
+            if worker is not None:
+                worker.cancel()
+                with contextlib.suppress(BaseException):
+                    await worker
             for follower in list(self.followers.values()):
                 follower.cancel()
             for follower in list(self.followers.values()):
@@ -363,11 +395,15 @@ class Connection(ServerSocket):
                 await self.close(1000, "")
 
     async def _work(self) -> None:
-        while not self._closed:
-            data = await self._inbox.get()
+        """Run the waiting frames in order, then end (the next frame starts a new worker)."""
+        inbox = self._inbox
+        while inbox and not self._closed:
+            data = inbox.popleft()
             if not await self.authorized():
                 break
             await self.handle_frame(data)
+        if not inbox:
+            self._inbox = None  # an idle socket keeps no deque
 
     async def refused(self, err: A2AError) -> None:
         """The socket's key no longer holds: an ``error`` event before the close."""
@@ -548,8 +584,12 @@ class Connection(ServerSocket):
     ) -> None:
         first = snapshot_first
         try:
-            async for event in stream:
-                if self._closed:
+            while True:
+                try:  # stream.next() itself, not ``async for``: one coroutine less while idle
+                    event = await stream.next()
+                except StopAsyncIteration:
+                    return
+                if event is None or self._closed:
                     return
                 snapshot, first = first, False
                 if snapshot and silent:

@@ -8,6 +8,16 @@ uvicorn's httptools protocol with one more timer: armed when the connection open
 when a request's first byte arrives, cancelled when its headers are complete; when it
 fires the connection is closed.  A request's body and its streamed answer (SSE) are not
 limited by it.  ``a2a-hub serve`` passes it to uvicorn with :func:`uvicorn_options`.
+
+Both protocols (HTTP and WebSocket) are also trimmed for connections that stay open
+(idle SSE subscriptions and WebSockets, issue 29): the app they call is wrapped in
+:class:`~a2a_hub.server.detached.DetachedRunner`, so that a stream or socket runs below
+uvicorn's own coroutine only (not below its proxy-headers middleware and Starlette's
+outer layers); the per-connection asyncio events wait with a list, not a
+``deque`` (an empty deque is 600 bytes: its first block); the pipeline of requests
+waiting behind the current one is a list too; a WebSocket's incoming messages wait in
+a :class:`_Inbox` (one list, one future while read) instead of an ``asyncio.Queue``
+(three deques), and its handshake's request and response are dropped once sent.
 """
 
 from __future__ import annotations
@@ -17,13 +27,18 @@ import logging
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-__all__ = ["HeaderTimeoutProtocol", "uvicorn_options"]
+from a2a_hub.server.detached import DetachedRunner
+
+__all__ = ["HeaderTimeoutProtocol", "SlimWebSocketProtocol", "uvicorn_options"]
 
 log = logging.getLogger("a2a_hub.server")
 
 #: The attribute of uvicorn's ``Config`` carrying the timeout to each connection.
 _CONFIG_ATTR = "a2a_hub_header_timeout"
+#: The attribute of uvicorn's ``Config`` caching the app wrapped for the protocols.
+_APP_ATTR = "a2a_hub_detached_app"
 
 
 class HeaderTimeoutProtocol(HttpToolsProtocol):
@@ -33,6 +48,8 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         super().__init__(config, *args, **kwargs)
         self.header_timeout: float = getattr(config, _CONFIG_ATTR, 0.0)
         self.header_timer: asyncio.TimerHandle | None = None
+        self.app = _detached_app(config)
+        self.pipeline = _Pipeline()  # type: ignore[assignment]
 
     def _arm(self) -> None:
         if self.header_timeout > 0 and self.header_timer is None:
@@ -55,6 +72,7 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        _slim_event(self.flow._is_writable_event)
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -68,9 +86,85 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._disarm()
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None:
+            _slim_event(cycle.message_event)
+
+
+class SlimWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's WebSocket protocol, trimmed for sockets that stay open (module docstring)."""
+
+    def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(config, *args, **kwargs)
+        self.app = _detached_app(config)
+        self.queue = _Inbox()  # type: ignore[assignment]
+        _slim_event(self.writable)
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if self.handshake_complete and getattr(self, "request", None) is not None:
+            self.request = self.response = None  # type: ignore[assignment]
+
+
+class _Pipeline(list[Any]):
+    """The requests pipelined behind the current one (nearly always none): a list."""
+
+    __slots__ = ()
+
+    def appendleft(self, item: Any) -> None:
+        self.insert(0, item)
+
+
+class _Inbox:
+    """What uvicorn's WebSocket protocol needs of an ``asyncio.Queue``, in one list."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: list[Any] = []
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: Any) -> None:
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> Any:
+        while not self._items:
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+        return self._items.pop(0)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+
+def _slim_event(event: asyncio.Event) -> None:
+    """An ``asyncio.Event`` whose waiters are a list (it only appends, removes and
+    iterates them) rather than a ``deque``."""
+    if not getattr(event, "_waiters", None):
+        event._waiters = []  # type: ignore[assignment]
+
+
+def _detached_app(config: Any) -> Any:
+    """uvicorn's app of ``config`` inside a :class:`DetachedRunner` (one per config)."""
+    app = getattr(config, _APP_ATTR, None)
+    if app is None:
+        app = DetachedRunner(config.loaded_app)
+        setattr(config, _APP_ATTR, app)
+    return app
 
 
 def uvicorn_options(config: Any, header_timeout: float) -> None:
-    """Make uvicorn ``config`` serve HTTP/1.1 with :class:`HeaderTimeoutProtocol`."""
+    """Make uvicorn ``config`` serve HTTP/1.1 with :class:`HeaderTimeoutProtocol` and
+    WebSockets with :class:`SlimWebSocketProtocol`."""
     config.http = HeaderTimeoutProtocol
+    config.ws = SlimWebSocketProtocol
     setattr(config, _CONFIG_ATTR, header_timeout)

@@ -12,7 +12,9 @@ memory.
 once the socket is accepted) hands the rest of its work to :func:`detach` and returns: every
 layer in between returns as it would after a short request, and the runner, still in the
 same asyncio task (same context variables, same ASGI ``receive``/``send``, which are plain
-closures), awaits the rest.  Without a runner around it (an app built otherwise),
+closures), awaits the rest.  ``a2a-hub serve`` puts a runner outside uvicorn's own
+middleware too (:mod:`a2a_hub.server.connections`): the outermost one runs the rest, and
+the app's own stands aside.  Without a runner around it (an app built otherwise),
 :func:`detach` says so and the response runs the rest inline, as before.
 
 What the layers in between see: a request that ended after its response started.  The
@@ -43,8 +45,8 @@ class DetachedRunner:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         state = scope.get("state")
-        if state is None or scope["type"] == "lifespan":
-            await self.app(scope, receive, send)
+        if state is None or scope["type"] == "lifespan" or DETACH_KEY in state:
+            await self.app(scope, receive, send)  # none possible, or a runner outside this one
             return
         state[DETACH_KEY] = None
         try:

@@ -50,6 +50,7 @@ from collections import Counter, deque
 from typing import Any
 
 import msgspec
+from starlette.types import Message as AsgiMessage
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from a2a_hub import metrics
@@ -341,39 +342,9 @@ class Connection(ServerSocket):
         (and one task per followed task).
         """
         try:
-            while not self._closed:
-                try:
-                    async with asyncio.timeout(self.idle_timeout) as self._receiving:
-                        message = await self.ws.receive()
-                except TimeoutError:
-                    if not self._closed:  # else: cut loose while waiting
-                        await self.close(
-                            CLOSE_GOING_AWAY, "idle timeout: send ping to stay connected"
-                        )
-                    break
-                finally:
-                    self._receiving = None
-                if message["type"] == "websocket.disconnect":
-                    self._closed = True
-                    break
-                data: str | bytes | None = message.get("text")
-                if data is None:
-                    data = message.get("bytes")
-                if data is None:
-                    continue
-                inbox = self._inbox
-                if inbox is None:
-                    inbox = self._inbox = deque()
-                if len(inbox) >= _INBOX:
-                    await self.send(
-                        error_event(
-                            InvalidRequestError(f"more than {_INBOX} actions wait; slow down")
-                        )
-                    )
-                    continue
-                inbox.append(data)
-                if self._worker is None or self._worker.done():
-                    self._worker = asyncio.ensure_future(self._work())
+            # no local holds the last frame while the next is awaited
+            while not self._closed and await self._take(await self._receive()):
+                pass
         except (WebSocketDisconnect, RuntimeError):
             self._closed = True
         finally:
@@ -394,6 +365,43 @@ class Connection(ServerSocket):
             ):
                 await self.close(1000, "")
 
+    async def _receive(self) -> AsgiMessage | None:
+        """The next message from the client; ``None`` once it went idle (closed here)."""
+        try:
+            async with asyncio.timeout(self.idle_timeout) as self._receiving:
+                return await self.ws.receive()
+        except TimeoutError:
+            if not self._closed:  # else: cut loose while waiting
+                await self.close(CLOSE_GOING_AWAY, "idle timeout: send ping to stay connected")
+            return None
+        finally:
+            self._receiving = None
+
+    async def _take(self, message: AsgiMessage | None) -> bool:
+        """Queue a client frame for the worker; False when the socket is done."""
+        if message is None:
+            return False
+        if message["type"] == "websocket.disconnect":
+            self._closed = True
+            return False
+        data: str | bytes | None = message.get("text")
+        if data is None:
+            data = message.get("bytes")
+        if data is None:
+            return True
+        inbox = self._inbox
+        if inbox is None:
+            inbox = self._inbox = deque()
+        if len(inbox) >= _INBOX:
+            await self.send(
+                error_event(InvalidRequestError(f"more than {_INBOX} actions wait; slow down"))
+            )
+            return True
+        inbox.append(data)
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.ensure_future(self._work())
+        return True
+
     async def _work(self) -> None:
         """Run the waiting frames in order, then end (the next frame starts a new worker)."""
         inbox = self._inbox
@@ -403,7 +411,8 @@ class Connection(ServerSocket):
                 break
             await self.handle_frame(data)
         if not inbox:
-            self._inbox = None  # an idle socket keeps no deque
+            self._inbox = None  # an idle socket keeps no deque, and no finished task
+            self._worker = None
 
     async def refused(self, err: A2AError) -> None:
         """The socket's key no longer holds: an ``error`` event before the close."""

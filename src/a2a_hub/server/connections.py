@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -34,6 +35,7 @@ from a2a_hub.server.detached import DetachedRunner
 __all__ = ["HeaderTimeoutProtocol", "SlimWebSocketProtocol", "uvicorn_options"]
 
 log = logging.getLogger("a2a_hub.server")
+_UVICORN_LOG = logging.getLogger("uvicorn.error")
 
 #: The attribute of uvicorn's ``Config`` carrying the timeout to each connection.
 _CONFIG_ATTR = "a2a_hub_header_timeout"
@@ -46,10 +48,19 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
 
     def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(config, *args, **kwargs)
-        self.header_timeout: float = getattr(config, _CONFIG_ATTR, 0.0)
         self.header_timer: asyncio.TimerHandle | None = None
         self.app = _detached_app(config)
         self.pipeline = _Pipeline()  # type: ignore[assignment]
+        # set here, not first by uvicorn's on_message_begin: a 30th attribute added later
+        # turns the instance's 300-byte shared-key dict into a 1,600-byte one of its own
+        self.url = b""
+
+    @property
+    def header_timeout(self) -> float:
+        """Seconds a request's headers may take (from uvicorn's config: one attribute
+        less on each connection keeps its ``__dict__`` small)."""
+        timeout: float = getattr(self.config, _CONFIG_ATTR, 0.0)
+        return timeout
 
     def _arm(self) -> None:
         if self.header_timeout > 0 and self.header_timer is None:
@@ -91,12 +102,36 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
             _slim_event(cycle.message_event)
 
 
+class _Same:
+    """An attribute uvicorn gives every connection, always the same value: read from the
+    config (its assignment in uvicorn's ``__init__`` is ignored).  uvicorn's WebSocket
+    protocol has 37 attributes; over about 30 an instance's ``__dict__`` no longer shares
+    its keys with the others' and grows from 300 to 1,600 bytes."""
+
+    def __init__(self, get: Callable[[Any], Any]) -> None:
+        self.get = get
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        return self if obj is None else self.get(obj)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        pass
+
+
 class SlimWebSocketProtocol(WebSocketsSansIOProtocol):
     """uvicorn's WebSocket protocol, trimmed for sockets that stay open (module docstring)."""
 
+    app = _Same(lambda self: _detached_app(self.config))
+    loop = _Same(lambda self: asyncio.get_event_loop())
+    logger = _Same(lambda self: _UVICORN_LOG)
+    root_path = _Same(lambda self: self.config.root_path)
+    asgi_version = _Same(lambda self: self.config.asgi_version)
+    ping_interval = _Same(lambda self: self.config.ws_ping_interval)
+    ping_timeout = _Same(lambda self: self.config.ws_ping_timeout)
+    close_timeout = _Same(lambda self: 10.0)  # uvicorn's constant
+
     def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(config, *args, **kwargs)
-        self.app = _detached_app(config)
         self.queue = _Inbox()  # type: ignore[assignment]
         _slim_event(self.writable)
 

@@ -306,6 +306,19 @@ async def _send_error_and_close(
 class Connection(ServerSocket):
     """One client's WebSocket: its actions in, its tasks' events out."""
 
+    __slots__ = (
+        "_inbox",
+        "_worker",
+        "agent",
+        "caller",
+        "engine",
+        "followers",
+        "hub",
+        "idle_timeout",
+        "max_frame",
+        "views",
+    )
+
     def __init__(self, websocket: WebSocket, hub: Hub, agent: HostedAgent, caller: Caller) -> None:
         settings = hub.settings.server
         super().__init__(websocket, settings.ws_send_timeout, "too slow: reconnect and sync_state")

@@ -594,8 +594,7 @@ class Connection(ServerSocket):
             self._pump(stream, view, snapshot_first, silent_snapshot and snapshot_first)
         )
         self.followers[stream.task_id] = follower
-        task_id = stream.task_id
-        follower.add_done_callback(lambda f: self._forget(task_id, f))
+        follower.add_done_callback(functools.partial(self._forget, stream.task_id))
 
     def _forget(self, task_id: str, follower: asyncio.Future[None]) -> None:
         if self.followers.get(task_id) is follower:

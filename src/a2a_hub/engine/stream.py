@@ -228,6 +228,7 @@ class TaskStream:
         if not self._closed:
             self._closed = True
             self.pubsub.leave(self.task_id, self.sub)
+            self.sub.close()
 
 
 def check_position(value: str | int | None) -> int | None:

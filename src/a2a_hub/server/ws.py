@@ -46,6 +46,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import math
 from collections import Counter, deque
 from typing import Any
 
@@ -56,6 +57,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from a2a_hub import metrics
 from a2a_hub.engine.caller import Caller
 from a2a_hub.engine.engine import TaskEngine
+from a2a_hub.engine.pubsub import wheel
 from a2a_hub.engine.stream import TaskStream
 from a2a_hub.protocol import fieldnames
 from a2a_hub.protocol.errors import (
@@ -311,11 +313,13 @@ class Connection(ServerSocket):
         "_worker",
         "agent",
         "caller",
+        "due",
         "engine",
         "followers",
         "hub",
         "idle_timeout",
         "max_frame",
+        "slot",
         "views",
     )
 
@@ -328,6 +332,9 @@ class Connection(ServerSocket):
         self.caller = caller
         self.max_frame = settings.ws_max_frame_bytes
         self.idle_timeout = settings.ws_idle_timeout
+        #: When the idle timeout ends the pending receive; its place in the timer wheel.
+        self.due = math.inf
+        self.slot: tuple[float, int] | None = None
         #: Task id -> what this connection sent of it.
         self.views: dict[str, TaskView] = {}
         #: Task id -> the asyncio task following it.
@@ -362,6 +369,7 @@ class Connection(ServerSocket):
             self._closed = True
         finally:
             self._closed = True
+            wheel().disarm(self)
             worker = self._worker
             if worker is not None:
                 worker.cancel()
@@ -379,9 +387,13 @@ class Connection(ServerSocket):
                 await self.close(1000, "")
 
     async def _receive(self) -> AsgiMessage | None:
-        """The next message from the client; ``None`` once it went idle (closed here)."""
+        """The next message from the client; ``None`` once it went idle (closed here).
+
+        The idle timeout is an entry in the loop's shared timer wheel (re-armed by each
+        receive, no timer of its own), which ends the receive through :meth:`expire`."""
+        wheel().arm(self, self.idle_timeout)
         try:
-            async with asyncio.timeout(self.idle_timeout) as self._receiving:
+            async with asyncio.timeout(None) as self._receiving:
                 return await self.ws.receive()
         except TimeoutError:
             if not self._closed:  # else: cut loose while waiting
@@ -389,6 +401,13 @@ class Connection(ServerSocket):
             return None
         finally:
             self._receiving = None
+
+    def expire(self) -> None:
+        """The wheel's call after ``idle_timeout`` quiet seconds: end the pending receive."""
+        receiving = self._receiving
+        if receiving is not None and not receiving.expired():
+            with contextlib.suppress(RuntimeError):  # already expiring
+                receiving.reschedule(asyncio.get_running_loop().time())
 
     async def _take(self, message: AsgiMessage | None) -> bool:
         """Queue a client frame for the worker; False when the socket is done."""

@@ -17,14 +17,16 @@ outer layers); the per-connection asyncio events wait with a list, not a
 ``deque`` (an empty deque is 600 bytes: its first block); the pipeline of requests
 waiting behind the current one is a list too; a WebSocket's incoming messages wait in
 a :class:`_Inbox` (one list, one future while read) instead of an ``asyncio.Queue``
-(three deques), and its handshake's request and response are dropped once sent (also by
-websockets' parser: :class:`_HandshakeForgetting`).
+(three deques), its handshake's request and response are dropped once sent (also by
+websockets' parser: :class:`_HandshakeForgetting`), and its keep-alive ping is timed by the
+loop's shared timer wheel (:class:`a2a_hub.engine.pubsub.Wheel`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -35,6 +37,7 @@ from websockets.http11 import Request
 from websockets.protocol import CONNECTING, Protocol
 from websockets.server import ServerProtocol
 
+from a2a_hub.engine.pubsub import wheel
 from a2a_hub.server.detached import DetachedRunner
 
 __all__ = ["HeaderTimeoutProtocol", "SlimWebSocketProtocol", "uvicorn_options"]
@@ -144,6 +147,15 @@ class SlimWebSocketProtocol(WebSocketsSansIOProtocol):
         self.conn.parser = self.conn.parse()
         next(self.conn.parser)
 
+    def schedule_ping(self) -> None:
+        """uvicorn's keep-alive ping, timed by the loop's shared timer wheel (no timer of
+        its own per socket; a ping may go out up to a second late)."""
+        assert self.ping_interval is not None
+        delay = max(0.0, self.ping_interval - self.last_ping_rtt)
+        timer = _WheelTimer(self.send_keepalive_ping)
+        wheel().arm(timer, delay)
+        self.ping_timer = timer  # type: ignore[assignment]  # cancel() is all uvicorn calls
+
     async def send(self, message: Any) -> None:
         await super().send(message)
         if self.handshake_complete and getattr(self, "request", None) is not None:
@@ -179,6 +191,24 @@ class _HandshakeForgetting(ServerProtocol):
             for key, value in request.headers.raw_items():
                 self.logger.debug("< %s: %s", key, value)
         self.events.append(request)
+
+
+class _WheelTimer:
+    """A callback at an entry of the timer wheel; ``cancel()`` as a ``TimerHandle``'s."""
+
+    __slots__ = ("callback", "due", "slot")
+
+    def __init__(self, callback: Callable[[], object]) -> None:
+        self.callback = callback
+        self.due = math.inf
+        self.slot: tuple[float, int] | None = None
+
+    def expire(self) -> None:
+        self.callback()
+
+    def cancel(self) -> None:
+        if self.slot is not None:
+            wheel().disarm(self)
 
 
 class _Pipeline(list[Any]):

@@ -10,6 +10,13 @@
    ``time.time()`` just before; the delay of each delivery is the socket's arrival time minus
    that stamp.  The same run measures the same fan-out over SSE (``bench/scale.py``'s
    subscribers) right after, on a fresh server, so the two sit side by side.
+3. Idle sockets: BENCH_WS_IDLE (10,000) sockets, each following one of BENCH_SCALE_TASKS
+   (100) waiting tasks (``sync_state`` with ``last_seq``), held by one a2a-hub process;
+   resident memory per socket = (RSS with them open - RSS before) / count, measured as
+   ``bench/scale.py`` measures idle SSE subscriptions (a warm-up of 200 sockets first; the
+   sockets still open after 8 s and the server's CPU while they idle are reported too).
+
+BENCH_WS_PARTS (``single,fanout,idle``) chooses the parts to run.
 
 The server is ``a2a-hub serve`` (echo, and the bench agents ``waiter``/``trigger`` of
 ``bench/bench_agents.py``), memory store, one uvicorn worker pinned to core 0.  The clients
@@ -38,6 +45,8 @@ from benchlib import (
     env_float,
     env_int,
     load_results,
+    proc_cpu_seconds,
+    proc_rss_kib,
     raise_fd_limit,
     save_results,
 )
@@ -47,6 +56,7 @@ from scale import (
     FANOUT,
     FANOUT_ROUNDS,
     MARK,
+    TASKS,
     fanout_part,
     hub_scale_server,
     new_waiting_task,
@@ -59,6 +69,8 @@ console = Console(width=200)
 DURATION = env_float("BENCH_DURATION", 5.0)
 WINDOW = env_int("BENCH_WS_WINDOW", 32)
 OPEN_PARALLEL = env_int("BENCH_SCALE_OPEN_PARALLEL", 200)
+IDLE = env_int("BENCH_WS_IDLE", 10_000)
+PARTS = set(os.environ.get("BENCH_WS_PARTS", "single,fanout,idle").split(","))
 _MASK = b"\x5a\xa5\x3c\xc3"
 
 
@@ -281,37 +293,45 @@ class Follower(Socket):
         self.delays.append(self.arrived - float(payload[start:stop]))
 
 
+async def open_followers(
+    port: int, task_ids: list[str], count: int, delays: list[float]
+) -> tuple[list[Follower], int]:
+    """Open ``count`` sockets following ``task_ids`` round-robin, each once its
+    ``sync_state`` is answered; (open ones, failures)."""
+    gate = asyncio.Semaphore(OPEN_PARALLEL)
+    socks: list[Follower] = []
+    failures = 0
+    first_error = ""
+
+    async def one(i: int) -> None:
+        nonlocal failures, first_error
+        task_id = task_ids[i % len(task_ids)]
+        sync = json.dumps({"action": "sync_state", "last_seq": {task_id: 1}})
+        async with gate:
+            try:
+                sock: Follower = await connect(port, "/a2a/waiter/ws", Follower, task_id, delays)
+                sock.send(sync)
+                await asyncio.wait_for(sock.synced, 30)
+                socks.append(sock)
+            except Exception as exc:
+                failures += 1
+                first_error = first_error or repr(exc)
+
+    await asyncio.gather(*(one(i) for i in range(count)))
+    if failures:
+        console.print(f"[red]{failures} sockets failed to open; first: {first_error}")
+    return socks, failures
+
+
 async def ws_fanout(count: int, rounds: int) -> dict[str, Any]:
-    server = hub_scale_server()
+    server = ws_server()
     why = server.start()
     if why is not None:
         raise RuntimeError(f"server did not start: {why}")
     try:
         task_id = await new_waiting_task(server.port)
         delays: list[float] = []
-        gate = asyncio.Semaphore(OPEN_PARALLEL)
-        socks: list[Follower] = []
-        failures = 0
-        first_error = ""
-        sync = json.dumps({"action": "sync_state", "last_seq": {task_id: 1}})
-
-        async def one() -> None:
-            nonlocal failures, first_error
-            async with gate:
-                try:
-                    sock: Follower = await connect(
-                        server.port, "/a2a/waiter/ws", Follower, task_id, delays
-                    )
-                    sock.send(sync)
-                    await asyncio.wait_for(sock.synced, 30)
-                    socks.append(sock)
-                except Exception as exc:
-                    failures += 1
-                    first_error = first_error or repr(exc)
-
-        await asyncio.gather(*(one() for _ in range(count)))
-        if failures:
-            console.print(f"[red]{failures} sockets failed to open; first: {first_error}")
+        socks, failures = await open_followers(server.port, [task_id], count, delays)
         await asyncio.sleep(1)
         to_last: list[float] = []
         missed = 0
@@ -348,6 +368,57 @@ async def ws_fanout(count: int, rounds: int) -> dict[str, Any]:
         server.stop()
 
 
+# --- 3. idle sockets ------------------------------------------------------------------
+
+
+def ws_server() -> Any:
+    """The scale server, allowing ten thousand sockets to one agent."""
+    server = hub_scale_server()
+    server.argv += ["--ws-max-sockets", str(max(IDLE, FANOUT) + 1000)]
+    return server
+
+
+async def idle_part(count: int) -> dict[str, Any]:
+    """Resident memory of ``count`` idle sockets following waiting tasks (see scale.py)."""
+    server = ws_server()
+    why = server.start()
+    if why is not None:
+        raise RuntimeError(f"server did not start: {why}")
+    try:
+        task_ids = [await new_waiting_task(server.port) for _ in range(TASKS)]
+        # Warm-up: the code paths of a socket are loaded before the baseline.
+        warm, _ = await open_followers(server.port, task_ids, min(200, count), [])
+        for s in warm:
+            s.close()
+        await asyncio.sleep(2)
+        rss_before = proc_rss_kib(server.pid)
+        t0 = time.monotonic()
+        socks, failures = await open_followers(server.port, task_ids, count, [])
+        open_s = time.monotonic() - t0
+        await asyncio.sleep(3)
+        rss_after = proc_rss_kib(server.pid)
+        cpu0, w0 = proc_cpu_seconds(server.pid), time.monotonic()
+        await asyncio.sleep(5)
+        idle_cpu = (proc_cpu_seconds(server.pid) - cpu0) / (time.monotonic() - w0)
+        still_open = sum(1 for s in socks if not s.closed)
+        for s in socks:
+            s.close()
+        opened = len(socks)
+        return {
+            "sockets": opened,
+            "failed": failures,
+            "still_open_after_8s": still_open,
+            "tasks": TASKS,
+            "rss_before_kib": rss_before,
+            "rss_after_kib": rss_after,
+            "kib_per_socket": (rss_after - rss_before) / opened if opened else float("nan"),
+            "open_seconds": open_s,
+            "idle_server_cpu": idle_cpu,
+        }
+    finally:
+        server.stop()
+
+
 async def single_part() -> dict[str, Any]:
     server = hub_scale_server()
     server.argv += ["--agent", "echo"]
@@ -364,21 +435,33 @@ def main() -> int:
     if os.environ.get("BENCH_WS", "1") == "0":
         console.print("BENCH_WS=0: the WebSocket part is skipped")
         return 0
-    raise_fd_limit()
+    limit = raise_fd_limit()
+    idle_count = IDLE
+    if limit < IDLE + 500:
+        idle_count = max(100, limit - 500)
+        console.print(
+            f"[yellow]open-files limit {limit}: {idle_count} idle sockets instead of {IDLE} "
+            "(raise ulimit -n)[/yellow]"
+        )
     if PINNED:
         os.sched_setaffinity(0, {int(CLIENT_CPU)})
     console.print(
-        f"[bold]WebSocket[/bold]: one socket ({WINDOW} in flight, {DURATION:g} s); "
-        f"one event to {FANOUT:,} sockets x {FANOUT_ROUNDS}, then the same over SSE"
+        f"[bold]WebSocket[/bold] ({', '.join(sorted(PARTS))}): one socket ({WINDOW} in flight, "
+        f"{DURATION:g} s); one event to {FANOUT:,} sockets x {FANOUT_ROUNDS}, then the same "
+        f"over SSE; {idle_count:,} idle sockets over {TASKS} tasks"
     )
-    single = uvloop.run(single_part())
-    ws = uvloop.run(ws_fanout(FANOUT, FANOUT_ROUNDS))
-    sse = uvloop.run(fanout_part(FANOUT, FANOUT_ROUNDS))
+    single = uvloop.run(single_part()) if "single" in PARTS else None
+    ws = sse = None
+    if "fanout" in PARTS:
+        ws = uvloop.run(ws_fanout(FANOUT, FANOUT_ROUNDS))
+        sse = uvloop.run(fanout_part(FANOUT, FANOUT_ROUNDS))
+    idle = uvloop.run(idle_part(idle_count)) if "idle" in PARTS and idle_count else None
     data = load_results()
     data["websocket"] = {
         "single": single,
         "fanout": ws,
-        "sse_fanout": {k: v for k, v in sse.items() if k != "command"},
+        "sse_fanout": None if sse is None else {k: v for k, v in sse.items() if k != "command"},
+        "idle": idle,
         "server_cpu": SERVER_CPU if PINNED else None,
         "client_cpu": CLIENT_CPU if PINNED else None,
         "client": "raw asyncio protocols on uvloop, one socket each, no compression",
@@ -390,36 +473,64 @@ def main() -> int:
     table.add_column("WebSocket", justify="right")
     table.add_column("SSE", justify="right")
     table.add_column("target", justify="right")
-    table.add_row(
-        f"one socket: ping -> pong ({WINDOW} in flight)",
-        f"{single['pongs_per_s']:,.0f} /s",
-        "",
-        "",
-    )
-    table.add_row(
-        "one socket: send_message -> completed (echo)",
-        f"{single['tasks_per_s']:,.0f} tasks/s, {single['events_per_s']:,.0f} events/s",
-        "",
-        "",
-    )
-    table.add_row(
-        f"one event to {ws['sockets']:,} / {sse['subscribers']:,}: p50 / p99 / max",
-        f"{ws['p50_ms']:.1f} / {ws['p99_ms']:.1f} / {ws['max_ms']:.1f} ms",
-        f"{sse['p50_ms']:.1f} / {sse['p99_ms']:.1f} / {sse['max_ms']:.1f} ms",
-        "p99 <= 100 ms",
-    )
-    table.add_row(
-        f"  until the last has it (p50 / p99 of {ws['rounds']} events)",
-        f"{ws['to_last_p50_ms']:.1f} / {ws['to_last_p99_ms']:.1f} ms",
-        f"{sse['to_last_p50_ms']:.1f} / {sse['to_last_p99_ms']:.1f} ms",
-        "",
-    )
-    table.add_row(
-        "  deliveries / missed",
-        f"{ws['deliveries']:,} / {ws['missed']}",
-        f"{sse['deliveries']:,} / {sse['missed']}",
-        "",
-    )
+    if single is not None:
+        table.add_row(
+            f"one socket: ping -> pong ({WINDOW} in flight)",
+            f"{single['pongs_per_s']:,.0f} /s",
+            "",
+            "",
+        )
+        table.add_row(
+            "one socket: send_message -> completed (echo)",
+            f"{single['tasks_per_s']:,.0f} tasks/s, {single['events_per_s']:,.0f} events/s",
+            "",
+            "",
+        )
+    if ws is not None and sse is not None:
+        table.add_row(
+            f"one event to {ws['sockets']:,} / {sse['subscribers']:,}: p50 / p99 / max",
+            f"{ws['p50_ms']:.1f} / {ws['p99_ms']:.1f} / {ws['max_ms']:.1f} ms",
+            f"{sse['p50_ms']:.1f} / {sse['p99_ms']:.1f} / {sse['max_ms']:.1f} ms",
+            "p99 <= 100 ms",
+        )
+        table.add_row(
+            f"  until the last has it (p50 / p99 of {ws['rounds']} events)",
+            f"{ws['to_last_p50_ms']:.1f} / {ws['to_last_p99_ms']:.1f} ms",
+            f"{sse['to_last_p50_ms']:.1f} / {sse['to_last_p99_ms']:.1f} ms",
+            "",
+        )
+        table.add_row(
+            "  deliveries / missed",
+            f"{ws['deliveries']:,} / {ws['missed']}",
+            f"{sse['deliveries']:,} / {sse['missed']}",
+            "",
+        )
+    if idle is not None:
+        table.add_row(
+            f"idle sockets open (over {idle['tasks']} tasks)",
+            f"{idle['sockets']:,} ({idle['failed']} failed, "
+            f"{idle['still_open_after_8s']:,} still open after 8 s)",
+            "(bench/scale.py)",
+            "10,000",
+        )
+        table.add_row(
+            "  server RSS before / with them",
+            f"{idle['rss_before_kib'] / 1024:.1f} / {idle['rss_after_kib'] / 1024:.1f} MiB",
+            "",
+            "",
+        )
+        table.add_row(
+            "  resident memory per idle socket",
+            f"{idle['kib_per_socket']:.1f} KiB",
+            "",
+            "<= 12 KiB",
+        )
+        table.add_row(
+            "  time to open them / idle server CPU",
+            f"{idle['open_seconds']:.1f} s / {idle['idle_server_cpu']:.1%}",
+            "",
+            "",
+        )
     console.print(table)
     return 0
 

@@ -52,6 +52,8 @@ class LiveServer:
 
         import uvicorn
 
+        from a2a_hub.server.connections import uvicorn_options
+
         self.hub = hub
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -60,6 +62,8 @@ class LiveServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.app = create_app(hub)
         config = uvicorn.Config(self.app, log_level="warning", lifespan="on")
+        # the protocols of ``a2a-hub serve`` (no header timeout: tests time what they test)
+        uvicorn_options(config, 0.0)
         self.server = uvicorn.Server(config)
 
     async def __aenter__(self) -> LiveServer:

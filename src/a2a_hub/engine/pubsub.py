@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
+import threading
 from collections import deque
 from collections.abc import Callable
 from types import TracebackType
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from a2a_hub.engine.caller import ANONYMOUS, Caller
 from a2a_hub.protocol.types import Message
@@ -44,6 +46,9 @@ __all__ = [
     "FeedItem",
     "PubSub",
     "Subscription",
+    "Timed",
+    "Wheel",
+    "wheel",
 ]
 
 #: Events a task's subscriber may have waiting before it falls behind.
@@ -55,11 +60,12 @@ DEFAULT_FEED_BUFFER = 4096
 class Subscription:
     """A bounded mailbox of one subscriber on one task's topic.
 
-    Kept small (lists, one waiter future only while waiting): ten thousand idle
-    subscribers should cost little memory.
+    Kept small (lists, one waiter future only while waiting, the idle timeout an entry in
+    the loop's shared :class:`Wheel`): ten thousand idle subscribers should cost little
+    memory.
     """
 
-    __slots__ = ("_waiter", "buffer", "limit", "overflowed", "overflows")
+    __slots__ = ("_waiter", "buffer", "due", "limit", "overflowed", "overflows", "slot")
 
     def __init__(self, limit: int = DEFAULT_BUFFER) -> None:
         self.buffer: list[TaskEvent] = []
@@ -68,6 +74,9 @@ class Subscription:
         #: How many times this subscriber fell behind and had to catch up from the log.
         self.overflows = 0
         self._waiter: asyncio.Future[None] | None = None
+        #: Loop time at which the current wait ends quietly; its place in the wheel.
+        self.due = math.inf
+        self.slot: tuple[float, int] | None = None
 
     def push(self, event: TaskEvent) -> None:
         """Called by the publisher; never blocks, never grows past ``limit``."""
@@ -86,15 +95,122 @@ class Subscription:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    expire = wake  # the wheel's call when ``due`` has come
+
+    def waiter(self, idle: float | None = None) -> asyncio.Future[None]:
+        """The future to await until something is pushed, or ``idle`` seconds pass
+        (then it just completes: look at the buffer); call :meth:`waited` after.  Awaited
+        by the caller itself (no coroutine of its own); its timeout is an entry in the
+        loop's shared :class:`Wheel`, not a timer of its own."""
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        if idle is None:
+            self.due = math.inf
+        else:
+            wheel().arm(self, idle)
+        return waiter
+
+    def waited(self) -> None:
+        """The wait is over (the waiter completed or was cancelled)."""
+        self._waiter = None
+
+    def close(self) -> None:
+        """Leave the wheel (the subscriber is gone)."""
+        if self.slot is not None:
+            with contextlib.suppress(RuntimeError):  # no running loop: the entry just expires
+                wheel().disarm(self)
+
     async def wait(self) -> None:
         """Until something is pushed (returns at once if something is there)."""
         if self.buffer or self.overflowed:
             return
-        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        waiter = self.waiter()
         try:
             await waiter
         finally:
             self._waiter = None
+
+
+class Timed(Protocol):
+    """What the :class:`Wheel` keeps: when it is due, its slot, what to call then."""
+
+    due: float
+    slot: tuple[float, int] | None
+
+    def expire(self) -> None: ...
+
+
+class Wheel:
+    """The timeouts of one loop's idle streams and sockets: one loop timer per tick,
+    shared by every entry due in that tick, instead of a timer per wait.
+
+    A tick is 1 s for timeouts of 8 s or more (an entry expires at most 1 s late), an
+    eighth of the timeout for shorter ones.  Each entry is in one slot at most: arming it
+    again later (a new wait, a frame received) only moves ``due``, and when its slot
+    comes the entry either expires (``due`` has come) or moves to the slot of its new
+    ``due`` (a busy stream costs one entry, not one per wait).  ``due = inf`` disarms.
+    """
+
+    __slots__ = ("loop", "slots")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.slots: dict[tuple[float, int], set[Timed]] = {}
+
+    def arm(self, item: Timed, after: float) -> None:
+        """``item.expire()`` in ``after`` seconds (replacing any earlier arming)."""
+        if after == math.inf:
+            self.disarm(item)
+            return
+        due = self.loop.time() + after
+        slot = item.slot
+        if slot is not None and due < slot[0] * slot[1] - 1e-6:
+            self.disarm(item)  # due before its slot: into an earlier one
+            slot = None
+        item.due = due
+        if slot is None:
+            self._put(item, after)
+
+    def disarm(self, item: Timed) -> None:
+        """Take ``item`` out of the wheel."""
+        item.due = math.inf
+        slot = item.slot
+        if slot is not None:
+            item.slot = None
+            entries = self.slots.get(slot)
+            if entries is not None:
+                entries.discard(item)
+
+    def _put(self, item: Timed, after: float) -> None:
+        tick = 1.0 if after >= 8 else max(after / 8, 0.001)
+        key = (tick, math.ceil(item.due / tick))
+        entries = self.slots.get(key)
+        if entries is None:
+            entries = self.slots[key] = set()
+            self.loop.call_at(key[0] * key[1], self._fire, key)
+        entries.add(item)
+        item.slot = key
+
+    def _fire(self, key: tuple[float, int]) -> None:
+        ends = key[0] * key[1] + 1e-6
+        for item in self.slots.pop(key, ()):
+            item.slot = None
+            if item.due <= ends:
+                item.due = math.inf
+                item.expire()
+            elif item.due != math.inf:
+                self._put(item, item.due - self.loop.time())
+
+
+_local = threading.local()
+
+
+def wheel() -> Wheel:
+    """The running loop's wheel (one per thread, replaced when the thread's loop changes)."""
+    loop = asyncio.get_running_loop()
+    found: Wheel | None = getattr(_local, "wheel", None)
+    if found is None or found.loop is not loop:
+        found = _local.wheel = Wheel(loop)
+    return found
 
 
 class FeedItem(NamedTuple):

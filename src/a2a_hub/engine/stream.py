@@ -173,16 +173,15 @@ class TaskStream:
                     continue
                 return None
             else:
-                if idle is None:
-                    await self.sub.wait()
-                    continue
-                # a plain timer that wakes the mailbox: no task, no timeout context
-                timer = asyncio.get_running_loop().call_later(idle, self.sub.wake)
+                # the mailbox's future, awaited here (no coroutine of its own); its idle
+                # timeout is a slot in a timer wheel shared by every stream of the loop
+                sub = self.sub
+                waiter = sub.waiter(idle)
                 try:
-                    await self.sub.wait()
+                    await waiter
                 finally:
-                    timer.cancel()
-                if not (self.sub.buffer or self.sub.overflowed or self._done):
+                    sub.waited()
+                if idle is not None and not (sub.buffer or sub.overflowed or self._done):
                     return None  # quiet for ``idle`` seconds
                 continue
             if event.seq and event.seq <= self.last:
@@ -229,6 +228,7 @@ class TaskStream:
         if not self._closed:
             self._closed = True
             self.pubsub.leave(self.task_id, self.sub)
+            self.sub.close()
 
 
 def check_position(value: str | int | None) -> int | None:

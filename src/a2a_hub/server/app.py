@@ -69,6 +69,7 @@ from a2a_hub.server.cards import agent_card, jwks, legacy_agent_card
 from a2a_hub.server.chat import chat_asset, chat_page
 from a2a_hub.server.console import UI_API_ROUTES, UI_PAGE_ROUTES
 from a2a_hub.server.conversations import context_messages
+from a2a_hub.server.detached import DetachedRunner
 from a2a_hub.server.discovery import ai_catalog, protected_resource
 from a2a_hub.server.errors import JSON, http_exception
 from a2a_hub.server.extensions import ExtensionsMiddleware
@@ -384,6 +385,7 @@ def create_app(
     tracing.configure(server.tracing)
     if server.tracing != "off":
         outer.insert(0, Middleware(TracingMiddleware))
+    outer.insert(0, Middleware(DetachedRunner))  # outermost: see server/detached.py
     app = Starlette(
         routes=routes,
         middleware=outer,

@@ -8,22 +8,47 @@ uvicorn's httptools protocol with one more timer: armed when the connection open
 when a request's first byte arrives, cancelled when its headers are complete; when it
 fires the connection is closed.  A request's body and its streamed answer (SSE) are not
 limited by it.  ``a2a-hub serve`` passes it to uvicorn with :func:`uvicorn_options`.
+
+Both protocols (HTTP and WebSocket) are also trimmed for connections that stay open
+(idle SSE subscriptions and WebSockets, issue 29): the app they call is wrapped in
+:class:`~a2a_hub.server.detached.DetachedRunner`, so that a stream or socket runs below
+uvicorn's own coroutine only (not below its proxy-headers middleware and Starlette's
+outer layers); the per-connection asyncio events wait with a list, not a
+``deque`` (an empty deque is 600 bytes: its first block); the pipeline of requests
+waiting behind the current one is a list too; a WebSocket's incoming messages wait in
+a :class:`_Inbox` (one list, one future while read) instead of an ``asyncio.Queue``
+(three deques), its handshake's request and response are dropped once sent (also by
+websockets' parser: :class:`_HandshakeForgetting`), and its keep-alive ping is timed by the
+loop's shared timer wheel (:class:`a2a_hub.engine.pubsub.Wheel`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
+from collections.abc import Callable, Generator
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.exceptions import InvalidMessage
+from websockets.http11 import Request
+from websockets.protocol import CONNECTING, Protocol
+from websockets.server import ServerProtocol
 
-__all__ = ["HeaderTimeoutProtocol", "uvicorn_options"]
+from a2a_hub.engine.pubsub import wheel
+from a2a_hub.server.detached import DetachedRunner
+
+__all__ = ["HeaderTimeoutProtocol", "SlimWebSocketProtocol", "uvicorn_options"]
 
 log = logging.getLogger("a2a_hub.server")
+_UVICORN_LOG = logging.getLogger("uvicorn.error")
 
 #: The attribute of uvicorn's ``Config`` carrying the timeout to each connection.
 _CONFIG_ATTR = "a2a_hub_header_timeout"
+#: The attribute of uvicorn's ``Config`` caching the app wrapped for the protocols.
+_APP_ATTR = "a2a_hub_detached_app"
 
 
 class HeaderTimeoutProtocol(HttpToolsProtocol):
@@ -31,8 +56,19 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
 
     def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(config, *args, **kwargs)
-        self.header_timeout: float = getattr(config, _CONFIG_ATTR, 0.0)
         self.header_timer: asyncio.TimerHandle | None = None
+        self.app = _detached_app(config)
+        self.pipeline = _Pipeline()  # type: ignore[assignment]
+        # set here, not first by uvicorn's on_message_begin: a 30th attribute added later
+        # turns the instance's 300-byte shared-key dict into a 1,600-byte one of its own
+        self.url = b""
+
+    @property
+    def header_timeout(self) -> float:
+        """Seconds a request's headers may take (from uvicorn's config: one attribute
+        less on each connection keeps its ``__dict__`` small)."""
+        timeout: float = getattr(self.config, _CONFIG_ATTR, 0.0)
+        return timeout
 
     def _arm(self) -> None:
         if self.header_timeout > 0 and self.header_timer is None:
@@ -55,6 +91,7 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        _slim_event(self.flow._is_writable_event)
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -68,9 +105,171 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._disarm()
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None:
+            _slim_event(cycle.message_event)
+
+
+class _Same:
+    """An attribute uvicorn gives every connection, always the same value: read from the
+    config (its assignment in uvicorn's ``__init__`` is ignored).  uvicorn's WebSocket
+    protocol has 37 attributes; over about 30 an instance's ``__dict__`` no longer shares
+    its keys with the others' and grows from 300 to 1,600 bytes."""
+
+    def __init__(self, get: Callable[[Any], Any]) -> None:
+        self.get = get
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        return self if obj is None else self.get(obj)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        pass
+
+
+class SlimWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's WebSocket protocol, trimmed for sockets that stay open (module docstring)."""
+
+    app = _Same(lambda self: _detached_app(self.config))
+    loop = _Same(lambda self: asyncio.get_event_loop())
+    logger = _Same(lambda self: _UVICORN_LOG)
+    root_path = _Same(lambda self: self.config.root_path)
+    asgi_version = _Same(lambda self: self.config.asgi_version)
+    ping_interval = _Same(lambda self: self.config.ws_ping_interval)
+    ping_timeout = _Same(lambda self: self.config.ws_ping_timeout)
+    close_timeout = _Same(lambda self: 10.0)  # uvicorn's constant
+
+    def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(config, *args, **kwargs)
+        self.queue = _Inbox()  # type: ignore[assignment]
+        _slim_event(self.writable)
+        # nothing received yet: the parser can be restarted as _HandshakeForgetting's
+        self.conn.__class__ = _HandshakeForgetting
+        self.conn.parser = self.conn.parse()
+        next(self.conn.parser)
+
+    def schedule_ping(self) -> None:
+        """uvicorn's keep-alive ping, timed by the loop's shared timer wheel (no timer of
+        its own per socket; a ping may go out up to a second late)."""
+        assert self.ping_interval is not None
+        delay = max(0.0, self.ping_interval - self.last_ping_rtt)
+        timer = _WheelTimer(self.send_keepalive_ping)
+        wheel().arm(timer, delay)
+        self.ping_timer = timer  # type: ignore[assignment]  # cancel() is all uvicorn calls
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if self.handshake_complete and getattr(self, "request", None) is not None:
+            self.request = self.response = None  # type: ignore[assignment]
+
+
+class _HandshakeForgetting(ServerProtocol):
+    """websockets' server protocol, whose parser does not keep the handshake request.
+
+    ``ServerProtocol.parse`` reads the request into a local, then parses the frames for
+    the rest of the connection in the same generator: the request and its headers
+    (about 2 KiB) live as long as the socket.  Here the request is read by a generator
+    of its own, which ends before the frames are parsed (as in websockets 15)."""
+
+    def parse(self) -> Generator[None]:
+        if self.state is CONNECTING:
+            yield from self._parse_request()
+        yield from Protocol.parse(self)
+
+    def _parse_request(self) -> Generator[None]:
+        try:
+            request = yield from Request.parse(self.reader.read_line)
+        except Exception as exc:
+            self.handshake_exc = InvalidMessage("did not receive a valid HTTP request")
+            self.handshake_exc.__cause__ = exc
+            self.send_eof()
+            self.parser = self.discard()
+            next(self.parser)  # start coroutine
+            yield  # never resumed: the parser is discard() from now on
+            return
+        if self.debug:
+            self.logger.debug("< GET %s HTTP/1.1", request.path)
+            for key, value in request.headers.raw_items():
+                self.logger.debug("< %s: %s", key, value)
+        self.events.append(request)
+
+
+class _WheelTimer:
+    """A callback at an entry of the timer wheel; ``cancel()`` as a ``TimerHandle``'s."""
+
+    __slots__ = ("callback", "due", "slot")
+
+    def __init__(self, callback: Callable[[], object]) -> None:
+        self.callback = callback
+        self.due = math.inf
+        self.slot: tuple[float, int] | None = None
+
+    def expire(self) -> None:
+        self.callback()
+
+    def cancel(self) -> None:
+        if self.slot is not None:
+            wheel().disarm(self)
+
+
+class _Pipeline(list[Any]):
+    """The requests pipelined behind the current one (nearly always none): a list."""
+
+    __slots__ = ()
+
+    def appendleft(self, item: Any) -> None:
+        self.insert(0, item)
+
+
+class _Inbox:
+    """What uvicorn's WebSocket protocol needs of an ``asyncio.Queue``, in one list."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: list[Any] = []
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: Any) -> None:
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> Any:
+        while not self._items:
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+        return self._items.pop(0)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+
+def _slim_event(event: asyncio.Event) -> None:
+    """An ``asyncio.Event`` whose waiters are a list (it only appends, removes and
+    iterates them) rather than a ``deque``."""
+    if not getattr(event, "_waiters", None):
+        event._waiters = []  # type: ignore[assignment]
+
+
+def _detached_app(config: Any) -> Any:
+    """uvicorn's app of ``config`` inside a :class:`DetachedRunner` (one per config)."""
+    app = getattr(config, _APP_ATTR, None)
+    if app is None:
+        app = DetachedRunner(config.loaded_app)
+        setattr(config, _APP_ATTR, app)
+    return app
 
 
 def uvicorn_options(config: Any, header_timeout: float) -> None:
-    """Make uvicorn ``config`` serve HTTP/1.1 with :class:`HeaderTimeoutProtocol`."""
+    """Make uvicorn ``config`` serve HTTP/1.1 with :class:`HeaderTimeoutProtocol` and
+    WebSockets with :class:`SlimWebSocketProtocol`."""
     config.http = HeaderTimeoutProtocol
+    config.ws = SlimWebSocketProtocol
     setattr(config, _CONFIG_ATTR, header_timeout)

@@ -20,6 +20,7 @@ from starlette.responses import Response
 from a2a_hub import metrics
 from a2a_hub.engine.stream import TaskStream
 from a2a_hub.protocol.errors import A2AError
+from a2a_hub.server.detached import detach
 from a2a_hub.server.errors import protocol_error
 from a2a_hub.server.scope import STREAM_KEY
 from a2a_hub.stores.base import TaskEvent
@@ -73,7 +74,10 @@ class SseResponse(Response):
     writer asks :func:`client_gone` whenever the stream has been quiet for a
     heartbeat and, while events flow, at most once a heartbeat.  A client that left
     is noticed within one heartbeat (15 s by default), and ten thousand idle
-    subscribers cost no extra tasks.
+    subscribers cost no extra tasks.  Once the headers are sent, the writing is
+    detached from the middleware stack (:mod:`a2a_hub.server.detached`): an idle
+    stream is one suspended coroutine waiting on one future, its heartbeat a slot in
+    a shared timer wheel (:func:`a2a_hub.engine.pubsub.Subscription.waiter`).
     """
 
     media_type = "text/event-stream"
@@ -81,34 +85,58 @@ class SseResponse(Response):
     def __init__(self, reply: SseReply, heartbeat: float) -> None:  # no Content-Length
         self.status_code = 200
         self.background = None
-        self.raw_headers = [(b"content-type", b"text/event-stream; charset=utf-8")] + [
-            (k.lower().encode(), v.encode()) for k, v in SSE_HEADERS.items()
-        ]
+        self.raw_headers = _RAW_HEADERS
         self.reply = reply
         self.heartbeat = heartbeat
+        self._receive: Any = None
+        self._send: Any = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        scope[STREAM_KEY] = True  # timed here, not by the request histogram
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        except BaseException as exc:
+            self.reply.stream.close()
+            if isinstance(exc, OSError):
+                return  # the client went away
+            raise
+        self._receive, self._send = receive, send
+        if not detach(scope, self._write):
+            await self._write()
+
+    async def _write(self) -> None:
+        """The stream's frames, events already waiting joined into one write, until it
+        ends, the client leaves or the instance shuts down (:func:`end_streams`)."""
+        receive, send, reply, heartbeat = self._receive, self._send, self.reply, self.heartbeat
+        self._receive = self._send = None
+        stream = reply.stream
         loop = asyncio.get_running_loop()
         checked = opened = loop.time()
         record = metrics.enabled()
-        scope[STREAM_KEY] = True  # timed here, not by the request histogram
         if record:
             metrics.STREAMS_OPEN.inc()
+        sent = 0
         try:
-            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
             limit = asyncio.timeout(None)
             try:
                 async with limit:
                     _open.add(limit)
                     if _ending:
                         limit.reschedule(loop.time())
-                    async for frame in _frames(self.reply, self.heartbeat):
-                        now = loop.time()
-                        if now - checked >= self.heartbeat:
-                            checked = now
-                            if client_gone(receive):
-                                return
-                        await send({"type": "http.response.body", "body": frame, "more_body": True})
+                    while True:
+                        frame, sent, end = await _frame(reply, heartbeat, sent)
+                        if frame:
+                            now = loop.time()
+                            if now - checked >= heartbeat:
+                                checked = now
+                                if client_gone(receive):
+                                    return
+                            await send(
+                                {"type": "http.response.body", "body": frame, "more_body": True}
+                            )
+                            frame = b""
+                        if end:
+                            break
             except TimeoutError:
                 pass  # end_streams(): the instance shuts down; the client resumes elsewhere
             finally:
@@ -117,10 +145,47 @@ class SseResponse(Response):
         except OSError:
             pass  # the client went away mid-write
         finally:
-            self.reply.stream.close()
+            stream.close()
+            if sent and metrics.enabled():
+                metrics.STREAM_EVENTS.inc(sent)
             if record:
                 metrics.STREAMS_OPEN.dec()
                 metrics.STREAM_SECONDS.observe(loop.time() - opened)
+
+
+_RAW_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8")] + [
+    (k.lower().encode(), v.encode()) for k, v in SSE_HEADERS.items()
+]
+
+
+async def _frame(reply: SseReply, heartbeat: float, sent: int) -> tuple[bytes, int, bool]:
+    """(the next frame, events sent so far, whether the stream ends after it): the events
+    already waiting joined, a keep-alive comment after ``heartbeat`` quiet seconds, or an
+    ``event: error`` that ends the stream.  Its frame lives only while it waits: no
+    encoded event or chunk is held by an idle stream."""
+    stream = reply.stream
+    chunk: list[bytes] = []
+    try:
+        event = await stream.next(heartbeat)
+        if event is None:
+            return b": keep-alive\n\n", sent, False
+        while event is not None:
+            data = reply.encode(event)
+            if data is not None:
+                sent += 1
+                chunk.append(
+                    b"id: %d\ndata: %b\n\n" % (event.seq, data)
+                    if event.seq
+                    else b"data: %b\n\n" % data
+                )
+            event = await stream.next(heartbeat) if stream.ready else None
+    except StopAsyncIteration:
+        return b"".join(chunk), sent, True
+    except Exception as exc:
+        err = protocol_error(exc, f"stream of task {stream.task_id}")
+        chunk.append(b"event: error\ndata: " + reply.encode_error(err) + b"\n\n")
+        return b"".join(chunk), sent, True
+    return b"".join(chunk), sent, False
 
 
 #: The open streams' limits: :func:`end_streams` brings them forward to now.
@@ -185,42 +250,3 @@ def client_gone(receive: Any) -> bool:
 def sse_response(reply: SseReply, heartbeat: float) -> Response:
     """The streaming HTTP response of ``reply``."""
     return SseResponse(reply, heartbeat)
-
-
-async def _frames(reply: SseReply, heartbeat: float) -> AsyncIterator[bytes]:
-    """The stream's frames; events already waiting are joined into one write."""
-    stream = reply.stream
-    sent = 0
-    try:
-        while True:
-            chunk: list[bytes] = []
-            try:
-                event = await stream.next(heartbeat)
-                idle = event is None
-                while event is not None:
-                    data = reply.encode(event)
-                    if data is not None:
-                        sent += 1
-                        chunk.append(
-                            b"id: %d\ndata: %b\n\n" % (event.seq, data)
-                            if event.seq
-                            else b"data: %b\n\n" % data
-                        )
-                    event = await stream.next(heartbeat) if stream.ready else None
-            except StopAsyncIteration:
-                if chunk:
-                    yield b"".join(chunk)
-                return
-            except Exception as exc:
-                err = protocol_error(exc, f"stream of task {stream.task_id}")
-                chunk.append(b"event: error\ndata: " + reply.encode_error(err) + b"\n\n")
-                yield b"".join(chunk)
-                return
-            if chunk:
-                yield b"".join(chunk)
-            elif idle:
-                yield b": keep-alive\n\n"
-    finally:
-        stream.close()
-        if sent and metrics.enabled():
-            metrics.STREAM_EVENTS.inc(sent)

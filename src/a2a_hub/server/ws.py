@@ -46,15 +46,18 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections import Counter
+import math
+from collections import Counter, deque
 from typing import Any
 
 import msgspec
+from starlette.types import Message as AsgiMessage
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from a2a_hub import metrics
 from a2a_hub.engine.caller import Caller
 from a2a_hub.engine.engine import TaskEngine
+from a2a_hub.engine.pubsub import wheel
 from a2a_hub.engine.stream import TaskStream
 from a2a_hub.protocol import fieldnames
 from a2a_hub.protocol.errors import (
@@ -77,6 +80,7 @@ from a2a_hub.protocol.types import (
 )
 from a2a_hub.server.auth import KEY_SUBPROTOCOL, authenticate, key_of
 from a2a_hub.server.caller import KEY_IN_FIRST_FRAME, caller_of
+from a2a_hub.server.detached import detach
 from a2a_hub.server.errors import protocol_error
 from a2a_hub.server.hub import HostedAgent, Hub
 from a2a_hub.server.ws_events import (
@@ -117,6 +121,8 @@ SUBPROTOCOL = "a2a-hub"
 MAX_SYNC_TASKS = 1000
 
 _ACTIONS = {"send_message", "cancel_task", "ping", "tool_response", "sync_state", "authenticate"}
+#: Frames that may wait for the worker; one more gets an ``error`` event.
+_INBOX = 64
 #: Seconds a socket to a protected agent, opened without a key, has to send it.
 _FIRST_FRAME_TIMEOUT = 10.0
 _enc = msgspec.json.Encoder()
@@ -204,13 +210,35 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         connection = (RpcConnection if rpc else Connection)(websocket, hub, agent, caller)
         if api_key is not None and caller.key_id is not None:
             connection.recheck = functools.partial(authenticate, hub.auth, agent.id, api_key)
+    except BaseException:
+        _released(sockets, agent.id, key, record)
+        raise
+    # the socket's life runs outside the middleware stack (server/detached.py)
+    serve = functools.partial(_serve, connection, sockets, agent.id, key, record)
+    if not detach(websocket.scope, serve):
+        await serve()
+
+
+async def _serve(
+    connection: Connection | RpcConnection,
+    sockets: _Sockets,
+    agent_id: str,
+    key: str | None,
+    record: bool,
+) -> None:
+    """Run an accepted connection until it ends, then release its place in the limits."""
+    try:
         await connection.run()
     finally:
-        if record:
-            metrics.WEBSOCKETS_OPEN.dec()
-        sockets.agents[agent.id] -= 1
-        if key is not None:
-            sockets.keys[key] -= 1
+        _released(sockets, agent_id, key, record)
+
+
+def _released(sockets: _Sockets, agent_id: str, key: str | None, record: bool) -> None:
+    if record:
+        metrics.WEBSOCKETS_OPEN.dec()
+    sockets.agents[agent_id] -= 1
+    if key is not None:
+        sockets.keys[key] -= 1
 
 
 async def _first_rpc_frame_caller(
@@ -280,6 +308,21 @@ async def _send_error_and_close(
 class Connection(ServerSocket):
     """One client's WebSocket: its actions in, its tasks' events out."""
 
+    __slots__ = (
+        "_inbox",
+        "_worker",
+        "agent",
+        "caller",
+        "due",
+        "engine",
+        "followers",
+        "hub",
+        "idle_timeout",
+        "max_frame",
+        "slot",
+        "views",
+    )
+
     def __init__(self, websocket: WebSocket, hub: Hub, agent: HostedAgent, caller: Caller) -> None:
         settings = hub.settings.server
         super().__init__(websocket, settings.ws_send_timeout, "too slow: reconnect and sync_state")
@@ -289,12 +332,16 @@ class Connection(ServerSocket):
         self.caller = caller
         self.max_frame = settings.ws_max_frame_bytes
         self.idle_timeout = settings.ws_idle_timeout
+        #: When the idle timeout ends the pending receive; its place in the timer wheel.
+        self.due = math.inf
+        self.slot: tuple[float, int] | None = None
         #: Task id -> what this connection sent of it.
         self.views: dict[str, TaskView] = {}
         #: Task id -> the asyncio task following it.
         self.followers: dict[str, asyncio.Task[None]] = {}
-        #: Frames received, waiting for the worker.
-        self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue(64)
+        #: Frames received, waiting for the worker (which runs only while there are some).
+        self._inbox: deque[str | bytes] | None = None
+        self._worker: asyncio.Task[None] | None = None
 
     # --- sending ------------------------------------------------------------------
 
@@ -310,47 +357,24 @@ class Connection(ServerSocket):
         """Serve actions until the client leaves, goes idle or is cut loose.
 
         Frames are read here and run one after the other by a worker, so that a
-        client leaving is noticed at once even while an action is busy sending.
+        client leaving is noticed at once even while an action is busy sending.  The
+        worker is a task only while frames wait: an idle socket is this one coroutine
+        (and one task per followed task).
         """
-        worker = asyncio.ensure_future(self._work())
         try:
-            while not self._closed:
-                try:
-                    async with asyncio.timeout(self.idle_timeout) as self._receiving:
-                        message = await self.ws.receive()
-                except TimeoutError:
-                    if not self._closed:  # else: cut loose while waiting
-                        await self.close(
-                            CLOSE_GOING_AWAY, "idle timeout: send ping to stay connected"
-                        )
-                    break
-                finally:
-                    self._receiving = None
-                if message["type"] == "websocket.disconnect":
-                    self._closed = True
-                    break
-                data: str | bytes | None = message.get("text")
-                if data is None:
-                    data = message.get("bytes")
-                if data is None:
-                    continue
-                if self._inbox.full():
-                    await self.send(
-                        error_event(
-                            InvalidRequestError(
-                                f"more than {self._inbox.maxsize} actions wait; slow down"
-                            )
-                        )
-                    )
-                    continue
-                self._inbox.put_nowait(data)
+            # no local holds the last frame while the next is awaited
+            while not self._closed and await self._take(await self._receive()):
+                pass
         except (WebSocketDisconnect, RuntimeError):
             self._closed = True
         finally:
             self._closed = True
-            worker.cancel()
-            with contextlib.suppress(BaseException):
-                await worker
+            wheel().disarm(self)
+            worker = self._worker
+            if worker is not None:
+                worker.cancel()
+                with contextlib.suppress(BaseException):
+                    await worker
             for follower in list(self.followers.values()):
                 follower.cancel()
             for follower in list(self.followers.values()):
@@ -362,12 +386,65 @@ class Connection(ServerSocket):
             ):
                 await self.close(1000, "")
 
+    async def _receive(self) -> AsgiMessage | None:
+        """The next message from the client; ``None`` once it went idle (closed here).
+
+        The idle timeout is an entry in the loop's shared timer wheel (re-armed by each
+        receive, no timer of its own), which ends the receive through :meth:`expire`."""
+        wheel().arm(self, self.idle_timeout)
+        try:
+            async with asyncio.timeout(None) as self._receiving:
+                return await self.ws.receive()
+        except TimeoutError:
+            if not self._closed:  # else: cut loose while waiting
+                await self.close(CLOSE_GOING_AWAY, "idle timeout: send ping to stay connected")
+            return None
+        finally:
+            self._receiving = None
+
+    def expire(self) -> None:
+        """The wheel's call after ``idle_timeout`` quiet seconds: end the pending receive."""
+        receiving = self._receiving
+        if receiving is not None and not receiving.expired():
+            with contextlib.suppress(RuntimeError):  # already expiring
+                receiving.reschedule(asyncio.get_running_loop().time())
+
+    async def _take(self, message: AsgiMessage | None) -> bool:
+        """Queue a client frame for the worker; False when the socket is done."""
+        if message is None:
+            return False
+        if message["type"] == "websocket.disconnect":
+            self._closed = True
+            return False
+        data: str | bytes | None = message.get("text")
+        if data is None:
+            data = message.get("bytes")
+        if data is None:
+            return True
+        inbox = self._inbox
+        if inbox is None:
+            inbox = self._inbox = deque()
+        if len(inbox) >= _INBOX:
+            await self.send(
+                error_event(InvalidRequestError(f"more than {_INBOX} actions wait; slow down"))
+            )
+            return True
+        inbox.append(data)
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.ensure_future(self._work())
+        return True
+
     async def _work(self) -> None:
-        while not self._closed:
-            data = await self._inbox.get()
+        """Run the waiting frames in order, then end (the next frame starts a new worker)."""
+        inbox = self._inbox
+        while inbox and not self._closed:
+            data = inbox.popleft()
             if not await self.authorized():
                 break
             await self.handle_frame(data)
+        if not inbox:
+            self._inbox = None  # an idle socket keeps no deque, and no finished task
+            self._worker = None
 
     async def refused(self, err: A2AError) -> None:
         """The socket's key no longer holds: an ``error`` event before the close."""
@@ -536,8 +613,7 @@ class Connection(ServerSocket):
             self._pump(stream, view, snapshot_first, silent_snapshot and snapshot_first)
         )
         self.followers[stream.task_id] = follower
-        task_id = stream.task_id
-        follower.add_done_callback(lambda f: self._forget(task_id, f))
+        follower.add_done_callback(functools.partial(self._forget, stream.task_id))
 
     def _forget(self, task_id: str, follower: asyncio.Future[None]) -> None:
         if self.followers.get(task_id) is follower:
@@ -548,8 +624,12 @@ class Connection(ServerSocket):
     ) -> None:
         first = snapshot_first
         try:
-            async for event in stream:
-                if self._closed:
+            while True:
+                try:  # stream.next() itself, not ``async for``: one coroutine less while idle
+                    event = await stream.next()
+                except StopAsyncIteration:
+                    return
+                if event is None or self._closed:
                     return
                 snapshot, first = first, False
                 if snapshot and silent:

@@ -33,6 +33,17 @@ class ServerSocket:
     """A server socket's frames out and its one close; ``too_slow`` is the close reason
     given to a client cut loose for not reading."""
 
+    __slots__ = (
+        "_close_sent",
+        "_closed",
+        "_receiving",
+        "_send_lock",
+        "_too_slow",
+        "recheck",
+        "send_timeout",
+        "ws",
+    )
+
     def __init__(self, websocket: WebSocket, send_timeout: float, too_slow: str) -> None:
         self.ws = websocket
         self.send_timeout = send_timeout

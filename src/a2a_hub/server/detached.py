@@ -1,0 +1,70 @@
+"""Long-lived answers (SSE streams, WebSockets) run outside the middleware stack.
+
+A request's coroutine sits at the bottom of a stack of others: Starlette's error and
+exception layers, the hub's middleware (metrics, trusted hosts, extensions, the caller),
+the mounts, the route, ``request_response``.  Each is a suspended coroutine with its frame,
+closures and cells, about 9 KiB per request in all.  Nobody minds for a request that lasts a
+millisecond; for ten thousand idle SSE subscriptions or WebSockets it was a third of their
+memory.
+
+:class:`DetachedRunner` is the outermost middleware of the app.  A response that will last
+(:class:`~a2a_hub.server.sse.SseResponse` once its headers are sent, the WebSocket endpoint
+once the socket is accepted) hands the rest of its work to :func:`detach` and returns: every
+layer in between returns as it would after a short request, and the runner, still in the
+same asyncio task (same context variables, same ASGI ``receive``/``send``, which are plain
+closures), awaits the rest.  ``a2a-hub serve`` puts a runner outside uvicorn's own
+middleware too (:mod:`a2a_hub.server.connections`): the outermost one runs the rest, and
+the app's own stands aside.  Without a runner around it (an app built otherwise),
+:func:`detach` says so and the response runs the rest inline, as before.
+
+What the layers in between see: a request that ended after its response started.  The
+metrics middleware skips streams anyway (``STREAM_KEY``); its access log and a tracing span
+of a stream end when the stream starts, not when it ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["DETACH_KEY", "DetachedRunner", "detach"]
+
+#: Key in ``scope["state"]``: ``None`` while a runner is around, then the detached work.
+DETACH_KEY = "a2a_hub.detached"
+
+ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]
+
+
+class DetachedRunner:
+    """The outermost middleware: after the app returns, runs what it left to :func:`detach`."""
+
+    __slots__ = ("app",)
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        state = scope.get("state")
+        if state is None or scope["type"] == "lifespan" or DETACH_KEY in state:
+            await self.app(scope, receive, send)  # none possible, or a runner outside this one
+            return
+        state[DETACH_KEY] = None
+        try:
+            await self.app(scope, receive, send)
+        except BaseException:
+            state.pop(DETACH_KEY, None)
+            raise
+        rest = state.pop(DETACH_KEY, None)
+        if rest is not None:
+            await rest()
+
+
+def detach(scope: Any, rest: Callable[[], Awaitable[None]]) -> bool:
+    """Leave ``rest`` to the :class:`DetachedRunner` around the app, to run once the stack
+    has returned: ``True``, the caller returns at once; ``False`` (no runner, or something
+    is detached already), the caller runs ``rest`` itself."""
+    state = scope.get("state")
+    if state is None or DETACH_KEY not in state or state[DETACH_KEY] is not None:
+        return False
+    state[DETACH_KEY] = rest
+    return True

@@ -17,9 +17,8 @@ outer layers); the per-connection asyncio events wait with a list, not a
 ``deque`` (an empty deque is 600 bytes: its first block); the pipeline of requests
 waiting behind the current one is a list too; a WebSocket's incoming messages wait in
 a :class:`_Inbox` (one list, one future while read) instead of an ``asyncio.Queue``
-(three deques), its handshake's request and response are dropped once sent (also by
-websockets' parser: :class:`_HandshakeForgetting`), and its keep-alive ping is timed by the
-loop's shared timer wheel (:class:`a2a_hub.engine.pubsub.Wheel`).
+(three deques), its handshake's request and response are dropped once sent, and its
+keep-alive ping is timed by the loop's shared timer wheel (:class:`a2a_hub.engine.pubsub.Wheel`).
 """
 
 from __future__ import annotations
@@ -27,15 +26,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
-from websockets.exceptions import InvalidMessage
-from websockets.http11 import Request
-from websockets.protocol import CONNECTING, Protocol
-from websockets.server import ServerProtocol
 
 from a2a_hub.engine.pubsub import wheel
 from a2a_hub.server.detached import DetachedRunner
@@ -142,10 +137,6 @@ class SlimWebSocketProtocol(WebSocketsSansIOProtocol):
         super().__init__(config, *args, **kwargs)
         self.queue = _Inbox()  # type: ignore[assignment]
         _slim_event(self.writable)
-        # nothing received yet: the parser can be restarted as _HandshakeForgetting's
-        self.conn.__class__ = _HandshakeForgetting
-        self.conn.parser = self.conn.parse()
-        next(self.conn.parser)
 
     def schedule_ping(self) -> None:
         """uvicorn's keep-alive ping, timed by the loop's shared timer wheel (no timer of
@@ -160,37 +151,6 @@ class SlimWebSocketProtocol(WebSocketsSansIOProtocol):
         await super().send(message)
         if self.handshake_complete and getattr(self, "request", None) is not None:
             self.request = self.response = None  # type: ignore[assignment]
-
-
-class _HandshakeForgetting(ServerProtocol):
-    """websockets' server protocol, whose parser does not keep the handshake request.
-
-    ``ServerProtocol.parse`` reads the request into a local, then parses the frames for
-    the rest of the connection in the same generator: the request and its headers
-    (about 2 KiB) live as long as the socket.  Here the request is read by a generator
-    of its own, which ends before the frames are parsed (as in websockets 15)."""
-
-    def parse(self) -> Generator[None]:
-        if self.state is CONNECTING:
-            yield from self._parse_request()
-        yield from Protocol.parse(self)
-
-    def _parse_request(self) -> Generator[None]:
-        try:
-            request = yield from Request.parse(self.reader.read_line)
-        except Exception as exc:
-            self.handshake_exc = InvalidMessage("did not receive a valid HTTP request")
-            self.handshake_exc.__cause__ = exc
-            self.send_eof()
-            self.parser = self.discard()
-            next(self.parser)  # start coroutine
-            yield  # never resumed: the parser is discard() from now on
-            return
-        if self.debug:
-            self.logger.debug("< GET %s HTTP/1.1", request.path)
-            for key, value in request.headers.raw_items():
-                self.logger.debug("< %s: %s", key, value)
-        self.events.append(request)
 
 
 class _WheelTimer:

@@ -35,7 +35,13 @@ from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater
 from a2a_hub.engine.flusher import Flusher
 from a2a_hub.engine.pubsub import PubSub
-from a2a_hub.engine.state import InvalidTransitionError, apply_event, check_transition, timestamp
+from a2a_hub.engine.state import (
+    TRANSITIONS,
+    InvalidTransitionError,
+    apply_event,
+    check_transition,
+    timestamp,
+)
 from a2a_hub.protocol.errors import InternalError, StoreUnavailableError
 from a2a_hub.protocol.types import (
     Artifact,
@@ -54,12 +60,18 @@ __all__ = ["TaskRun"]
 
 log = logging.getLogger("a2a_hub.engine")
 
+#: The states where a turn settles (the blocked request is answered): terminal or interrupted.
+_SETTLED = frozenset(state for state in TaskState if state.terminal or state.interrupted)
+#: The states a task may move to from each state (:data:`~a2a_hub.engine.state.TRANSITIONS`).
+_LEGAL = TRANSITIONS
+
 
 class TaskRun:
     """The live state of one task while its executor runs (see module docstring)."""
 
     __slots__ = (
-        "_flush_lock",
+        "_flushed",
+        "_flushing",
         "_unflushed",
         "agent_id",
         "bound",
@@ -132,7 +144,10 @@ class TaskRun:
         #: Writes the run's end after an outage (see :meth:`_finish`), then ends the run.
         self.tail: asyncio.Task[None] | None = None
         self._unflushed: list[TaskEvent] = []
-        self._flush_lock = asyncio.Lock()
+        #: True while a write is in flight (writes are serialised, see :meth:`flush`).
+        self._flushing = False
+        #: Done when the write in flight ends (made only when someone waits for it).
+        self._flushed: asyncio.Future[None] | None = None
         #: Whether this instance holds the task's lease (it is submitted/working in the store).
         self.leased = False
         #: The asyncio task running :meth:`drive`, set by whoever starts it.
@@ -153,11 +168,13 @@ class TaskRun:
 
     def emit(self, event: StreamResponse) -> TaskEvent:
         """Sequence, fold and queue one event (published once written: :meth:`flush`)."""
-        self.seq += 1
-        record = TaskEvent(self.seq, event)
+        seq = self.seq = self.seq + 1
+        record = TaskEvent(seq, event)
         self.task = apply_event(self.task, event)
-        self._unflushed.append(record)
-        self.flusher.mark_dirty(self)
+        unflushed = self._unflushed
+        unflushed.append(record)
+        if len(unflushed) == 1:  # it was clean: the flusher writes it (it stays marked)
+            self.flusher.mark_dirty(self)
         return record
 
     def snapshot(self) -> Task:
@@ -190,12 +207,16 @@ class TaskRun:
         while a thread or a server committed it): the next write then meets those events
         in the log and counts them as written (:meth:`_write`).
         """
-        async with self._flush_lock:
-            if not self._unflushed:
-                return
+        while self._flushing:  # one write at a time: wait for the one in flight
+            if self._flushed is None:
+                self._flushed = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._flushed)
+        if not self._unflushed:
+            return
+        self._flushing = True
+        try:
             events, self._unflushed = self._unflushed, []
             snapshot = self.snapshot()
-            state = snapshot.status.state
             try:
                 await self._write(snapshot, events)
             except BaseException:
@@ -208,8 +229,13 @@ class TaskRun:
             publish, task_id, owner = self.pubsub.publish, self.task_id, self.owner
             for record in events:
                 publish(task_id, record, owner)
-            if self.leased and (state.terminal or state.interrupted):
+            if self.leased and snapshot.status.state in _SETTLED:
                 await self.release_lease()
+        finally:
+            self._flushing = False
+            waiting, self._flushed = self._flushed, None
+            if waiting is not None:
+                waiting.set_result(None)
 
     async def _write(self, snapshot: Task, events: list[TaskEvent]) -> None:
         """Take the lease if the task runs on, then save ``snapshot`` and ``events``.
@@ -220,16 +246,18 @@ class TaskRun:
         that case: those count as written and the rest is saved after them.  Any other
         conflict (another writer moved the log on) is raised.
         """
-        state = snapshot.status.state
         cluster = self.cluster
-        if cluster is not None and not self.leased and not (state.terminal or state.interrupted):
+        if cluster is not None and not self.leased and snapshot.status.state not in _SETTLED:
             # lease first: a task that is running in the store always has a lease
             await cluster.coordinator.acquire_lease(
                 self.agent_id, self.task_id, cluster.id, cluster.lease_ttl
             )
             self.leased = True
         try:
-            await self._save(snapshot, events)
+            if self.push_configs:
+                await self._save(snapshot, events)
+            else:  # the common case, without a call of its own
+                await self.store.save_task(self.agent_id, snapshot, events, owner=self.owner)
         except LogConflictError:
             landed = await self._landed(events)
             if not landed:
@@ -320,22 +348,20 @@ class TaskRun:
         assert self.task is not None
         return self.task
 
-    def _agent_message(self, content: str | Sequence[Part] | Message | None) -> Message | None:
-        return None if content is None else self.updater.message(content)
-
     async def start(self) -> None:
-        task = self.ensure_task()
+        task = self.task if self.task is not None else self.ensure_task()
         if task.status.state is not TaskState.WORKING:
             await self.set_status(TaskState.WORKING, None)
 
     async def set_status(
         self, state: TaskState, content: str | Sequence[Part] | Message | None
     ) -> None:
-        task = self.ensure_task()
-        check_transition(task.status.state, state)
-        status = TaskStatus(
-            state=state, message=self._agent_message(content), timestamp=timestamp()
-        )
+        task = self.task if self.task is not None else self.ensure_task()
+        current = task.status.state
+        if state not in _LEGAL[current]:
+            check_transition(current, state)  # raises, saying why
+        message = None if content is None else self.updater.message(content)
+        status = TaskStatus(state=state, message=message, timestamp=timestamp())
         self.emit(
             StreamResponse(
                 status_update=TaskStatusUpdateEvent(
@@ -343,13 +369,14 @@ class TaskRun:
                 )
             )
         )
-        if state.terminal or state.interrupted:
+        if state in _SETTLED:
             await self.flush()
-            self.settle(self.snapshot())
+            if not self.settled.done():
+                self.settle(self.snapshot())
 
     async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
-        task = self.ensure_task()
-        if task.status.state.terminal or task.status.state.interrupted:
+        task = self.task if self.task is not None else self.ensure_task()
+        if task.status.state in _SETTLED:
             raise InvalidTransitionError(
                 "artifacts can only be added while the task is submitted or working"
             )
@@ -469,8 +496,9 @@ class TaskRun:
                 await self.set_status(
                     TaskState.FAILED, "the agent stopped without finishing the task"
                 )
-            await self.flush()
-            if self.task is not None:
+            if self._unflushed or self._flushing:
+                await self.flush()
+            if self.task is not None and not self.settled.done():
                 self.settle(self.snapshot())
         except BaseException as exc:
             conflict = isinstance(exc, LogConflictError)
@@ -513,7 +541,8 @@ class TaskRun:
     async def _end(self) -> None:
         """The run is over: give the lease back, leave the table of runs, wake the waiters."""
         try:
-            await self.release_lease()
+            if self.leased:
+                await self.release_lease()
         except Exception as exc:
             log.warning("could not release the lease of task %s: %s", self.task_id, exc)
             if self.cluster is not None:  # else this instance would renew it for ever

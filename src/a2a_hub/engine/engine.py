@@ -197,7 +197,7 @@ class TaskEngine:
         await self._drive(run, answer=True)
         result = run.settled.result()
         if isinstance(result, Task):
-            task = trim_history(result, history_length)
+            task = result if history_length is None else trim_history(result, history_length)
             return stamped(task, run.settled_seq) if generation else task
         return result
 
@@ -294,7 +294,8 @@ class TaskEngine:
         if isinstance(opened, MessageClaim):
             return opened
         try:
-            run = await self.push.load(opened)
+            # a new task has no push config yet: nothing to load
+            run = opened if opened.task is None else await self.push.load(opened)
             if register and inline is not None:
                 await self.push.register_inline(run, inline)
         except BaseException:

@@ -290,6 +290,10 @@ class PubSub:
             if not subs:
                 del self.topics[task_id]
 
+    def listened(self, task_id: str) -> bool:
+        """Whether anybody follows the task's events now: a subscriber or a feed."""
+        return bool(self._feeds) or task_id in self.topics
+
     def publish(
         self,
         task_id: str,

@@ -62,6 +62,7 @@ log = logging.getLogger("a2a_hub.engine")
 
 #: The states where a turn settles (the blocked request is answered): terminal or interrupted.
 _SETTLED = frozenset(state for state in TaskState if state.terminal or state.interrupted)
+_SUBMITTED, _WORKING, _COMPLETED = TaskState.SUBMITTED, TaskState.WORKING, TaskState.COMPLETED
 #: The states a task may move to from each state (:data:`~a2a_hub.engine.state.TRANSITIONS`).
 _LEGAL = TRANSITIONS
 
@@ -226,9 +227,10 @@ class TaskRun:
                 self.flusher.mark_dirty(self)
                 raise
             self.written, self.written_seq = snapshot, events[-1].seq
-            publish, task_id, owner = self.pubsub.publish, self.task_id, self.owner
-            for record in events:
-                publish(task_id, record, owner)
+            pubsub, task_id, owner = self.pubsub, self.task_id, self.owner
+            if pubsub.listened(task_id):
+                for record in events:
+                    pubsub.publish(task_id, record, owner)
             if self.leased and snapshot.status.state in _SETTLED:
                 await self.release_lease()
         finally:
@@ -340,7 +342,7 @@ class TaskRun:
                     task=Task(
                         id=self.task_id,
                         context_id=self.context_id,
-                        status=TaskStatus(state=TaskState.SUBMITTED, timestamp=timestamp()),
+                        status=TaskStatus(state=_SUBMITTED, timestamp=timestamp()),
                         history=[self.ctx.message],
                     )
                 )
@@ -350,8 +352,8 @@ class TaskRun:
 
     async def start(self) -> None:
         task = self.task if self.task is not None else self.ensure_task()
-        if task.status.state is not TaskState.WORKING:
-            await self.set_status(TaskState.WORKING, None)
+        if task.status.state is not _WORKING:
+            await self.set_status(_WORKING, None)
 
     async def set_status(
         self, state: TaskState, content: str | Sequence[Part] | Message | None
@@ -394,7 +396,7 @@ class TaskRun:
 
     async def reply(self, content: str | Sequence[Part] | Message) -> None:
         if self.bound or self.task is not None:
-            await self.set_status(TaskState.COMPLETED, content)
+            await self.set_status(_COMPLETED, content)
             return
         if self.settled.done():
             raise InvalidTransitionError("the agent already answered this message")

@@ -13,6 +13,7 @@ when that request was another message, the refusal.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 
 import msgspec
@@ -79,6 +80,7 @@ class Runs(dict[str, TaskRun]):
         self._claimed: dict[str, tuple[tuple[str | None, str], MessageClaim]] = {}
         #: Running tasks per owner, kept only once a ``max_running`` cap applies.
         self.running: RunningCount | None = None
+        self._metrics = metrics.RunMetrics(agent_id)
 
     async def open(
         self,
@@ -113,7 +115,8 @@ class Runs(dict[str, TaskRun]):
                 if held[1].digest != digest:
                     raise key_reused(key, message.message_id)
                 return held[1]  # a repeat of the message this task's run serves
-            self.refuse_if_running(task_id, caller)
+            if task_id in self:
+                self.refuse_if_running(task_id, caller)
             record = await self.store.get_task_record(self.agent_id, task_id)
             if record is not None and caller.sees(record.owner):
                 try:  # a refused message claims nothing, unless it is a repeat
@@ -146,15 +149,17 @@ class Runs(dict[str, TaskRun]):
             context_loader=self._context_loader(context_id, task_id, owner),
             owner=owner,
         )
-        self.refuse_if_running(task_id, caller)
+        if task_id in self:
+            self.refuse_if_running(task_id, caller)
         claimed = await self._claim(caller, key, message, task_id, 0, digest)
         if claimed is not None:
             return claimed
-        try:
-            self.refuse_if_running(task_id, caller)
-        except BaseException:
-            self._claimed.pop(task_id, None)
-            raise
+        if task_id in self:  # opened meanwhile, by another request
+            try:
+                self.refuse_if_running(task_id, caller)
+            except BaseException:
+                self._claimed.pop(task_id, None)
+                raise
         return self._add(ctx, owner, None, 0, new_task_id is not None)
 
     def claimed(self, task_id: str) -> tuple[tuple[str | None, str], MessageClaim] | None:
@@ -254,10 +259,13 @@ class Runs(dict[str, TaskRun]):
             seq,
             bound,
         )
-        self[ctx.task_id] = run
-        metrics.note_request(task_id=ctx.task_id)
+        task_id = ctx.task_id
+        self[task_id] = run
+        notes = metrics.request_notes.get()
+        if notes is not None:
+            notes.setdefault("task_id", task_id)
         if metrics.enabled():
-            self._began[ctx.task_id] = metrics.run_began(self.agent_id)
+            self._began[task_id] = self._metrics.began()
         return run
 
     def __delitem__(self, task_id: str) -> None:
@@ -268,19 +276,18 @@ class Runs(dict[str, TaskRun]):
             self.running.ended(task_id)
         began = self._began.pop(task_id, None)
         if began is not None:
-            metrics.run_ended(self.agent_id, began, run.task)
+            self._metrics.ended(began, run.task)
 
     def _context_loader(
         self, context_id: str, task_id: str, owner: str | None
     ) -> Callable[[], Awaitable[list[Task]]]:
         """Loads the earlier tasks of the conversation, those the task's owner may see."""
+        return functools.partial(self._load_context, context_id, task_id, owner)
 
-        async def load() -> list[Task]:
-            query = TaskQuery(context_id=context_id, owner=owner, page_size=MAX_PAGE_SIZE)
-            page = await self.store.list_tasks(self.agent_id, query)
-            return [t for t in reversed(page.tasks) if t.id != task_id]
-
-        return load
+    async def _load_context(self, context_id: str, task_id: str, owner: str | None) -> list[Task]:
+        query = TaskQuery(context_id=context_id, owner=owner, page_size=MAX_PAGE_SIZE)
+        page = await self.store.list_tasks(self.agent_id, query)
+        return [t for t in reversed(page.tasks) if t.id != task_id]
 
     def refuse_if_running(self, task_id: str, caller: Caller) -> None:
         """Refuse a message for a task whose executor works on it right now."""

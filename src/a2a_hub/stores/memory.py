@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import operator
 import time
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -53,6 +54,7 @@ class _Entry(NamedTuple):
 
 
 _ENDED = frozenset(state.value for state in TaskState if state.terminal)
+_seq_of = operator.attrgetter("seq")
 
 
 class MemoryStore(Store):
@@ -95,22 +97,29 @@ class MemoryStore(Store):
     ) -> None:
         key = (agent_id, task.id)
         entry = self._tasks.get(key)
-        last = len(entry.events) if entry else 0
-        check_continues(task.id, events, last)
-        blob = _enc.encode(task)
-        stamp = max(now(), entry.updated_at) if entry else now()
-        logged = entry.events if entry else ()
+        if entry is None:
+            logged: tuple[bytes, ...] = ()
+            stamp = now()
+        else:
+            logged = entry.events
+            stamp = max(now(), entry.updated_at)
+            owner = entry.owner  # recorded at creation, never changed
         if events:
-            logged = (*logged, *(_enc.encode(ev) for ev in events))
+            last = len(logged)
+            seqs = list(map(_seq_of, events))
+            if seqs != list(range(last + 1, last + 1 + len(seqs))):
+                check_continues(task.id, events, last)  # raises, saying what is wrong
+            logged = (*logged, *map(_enc.encode, events))
         self._tasks[key] = _Entry(
-            blob,
+            _enc.encode(task),
             task.context_id,
-            task.status.state.value,
+            task.status.state._value_,  # the enum's ``value`` property costs a call
             stamp,
             logged,
-            entry.owner if entry else owner,  # recorded at creation, never changed
+            owner,
         )
-        self._add(deliveries)
+        if deliveries:
+            self._add(deliveries)
 
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
         rows = [

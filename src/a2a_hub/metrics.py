@@ -435,8 +435,11 @@ class RunMetrics:
         #: The state a run left its task in (``None``: a direct reply) -> its counter labels.
         self._ended: dict[Any, tuple[str, str]] = {}
 
-    def began(self) -> float:
-        """Count a run as active; returns its start time for :meth:`ended`."""
+    def began(self) -> float | None:
+        """Count a run as active; returns its start time for :meth:`ended` (``None``: metrics
+        are off)."""
+        if not _enabled:
+            return None
         if TASKS_ACTIVE.shared is not None:
             return run_began(self._agent)
         active = TASKS_ACTIVE.values

@@ -105,12 +105,18 @@ def tool_response_part(
 
 def text_of(parts: Sequence[Part]) -> str:
     """The text parts of a message or artifact, joined by newlines."""
+    if len(parts) == 1:  # the common case, without a generator
+        text = parts[0].text
+        return "" if text is None else text
     return "\n".join(p.text for p in parts if p.text is not None)
 
 
 @dataclass(slots=True)
 class RequestContext:
-    """Everything an executor knows about the request it serves."""
+    """Everything an executor knows about the request it serves.
+
+    (The engine builds it with positional arguments, the cheaper call: keep the order of
+    the fields, or change :meth:`a2a_hub.engine.runs.Runs.open` with it.)"""
 
     agent_id: str
     message: Message

@@ -63,6 +63,8 @@ log = logging.getLogger("a2a_hub.engine")
 #: The states where a turn settles (the blocked request is answered): terminal or interrupted.
 _SETTLED = frozenset(state for state in TaskState if state.terminal or state.interrupted)
 _SUBMITTED, _WORKING, _COMPLETED = TaskState.SUBMITTED, TaskState.WORKING, TaskState.COMPLETED
+#: The states of a task whose turn is not over.
+_UNSETTLED = frozenset({_SUBMITTED, _WORKING})
 #: The states a task may move to from each state (:data:`~a2a_hub.engine.state.TRANSITIONS`).
 _LEGAL = TRANSITIONS
 
@@ -169,9 +171,13 @@ class TaskRun:
 
     def emit(self, event: StreamResponse) -> TaskEvent:
         """Sequence, fold and queue one event (published once written: :meth:`flush`)."""
+        self.task = apply_event(self.task, event)
+        return self._queue(event)
+
+    def _queue(self, event: StreamResponse) -> TaskEvent:
+        """Sequence and queue one event already folded into the live task."""
         seq = self.seq = self.seq + 1
         record = TaskEvent(seq, event)
-        self.task = apply_event(self.task, event)
         unflushed = self._unflushed
         unflushed.append(record)
         if len(unflushed) == 1:  # it was clean: the flusher writes it (it stays marked)
@@ -364,7 +370,13 @@ class TaskRun:
             check_transition(current, state)  # raises, saying why
         message = None if content is None else self.updater.message(content)
         status = TaskStatus(state=state, message=message, timestamp=timestamp())
-        self.emit(
+        # folded here, as apply_event would (the live task is this run's own)
+        task.status = status
+        if message is not None:
+            if task.history is None:
+                task.history = []
+            task.history.append(message)
+        self._queue(
             StreamResponse(
                 status_update=TaskStatusUpdateEvent(
                     task_id=self.task_id, context_id=self.context_id, status=status
@@ -374,7 +386,11 @@ class TaskRun:
         if state in _SETTLED:
             await self.flush()
             if not self.settled.done():
-                self.settle(self.snapshot())
+                # the task as just written (a copy nobody changes) when nothing came since
+                result = self.written
+                if result is None or self.written_seq != self.seq:
+                    result = self.snapshot()
+                self.settle(result)
 
     async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
         task = self.task if self.task is not None else self.ensure_task()
@@ -494,7 +510,7 @@ class TaskRun:
                 await self.set_status(TaskState.FAILED, failure)
             elif not answered:
                 await self.set_status(TaskState.FAILED, "the agent returned without answering")
-            elif state in (TaskState.SUBMITTED, TaskState.WORKING):
+            elif state in _UNSETTLED:
                 await self.set_status(
                     TaskState.FAILED, "the agent stopped without finishing the task"
                 )

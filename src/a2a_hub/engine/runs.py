@@ -108,10 +108,11 @@ class Runs(dict[str, TaskRun]):
             check_history_length(config.history_length, "configuration.historyLength")
         key = key or message.message_id
         digest = send_digest(request)
+        owner = caller.owner
         task_id = message.task_id or new_task_id
         if task_id is not None:
             held = self._claimed.get(task_id)
-            if held is not None and held[0] == (caller.owner, key):
+            if held is not None and held[0] == (owner, key):
                 if held[1].digest != digest:
                     raise key_reused(key, message.message_id)
                 return held[1]  # a repeat of the message this task's run serves
@@ -127,31 +128,34 @@ class Runs(dict[str, TaskRun]):
                     history = record.task.history or []
                     if all(m.message_id != message.message_id for m in history):
                         raise
-                claimed = await self._claim(caller, key, message, task_id, record.seq, digest)
+                claimed = await self._claim(owner, key, message, task_id, record.seq, digest)
                 if claimed is not None:
                     return claimed
                 return self._continue(record, message, request, caller, extensions)
             if record is not None or message.task_id is not None:
                 raise not_found(task_id, CONTINUE_HINT)
-        owner = caller.owner
         task_id = task_id or new_id()
         context_id = message.context_id or new_id()
         if message.task_id != task_id or message.context_id != context_id:
             message = msgspec.structs.replace(message, task_id=task_id, context_id=context_id)
+        # positional: a dataclass called with keywords builds a dict for its __init__
         ctx = RequestContext(
-            agent_id=self.agent_id,
-            message=message,
-            task_id=task_id,
-            context_id=context_id,
-            configuration=config,
-            metadata=request.metadata,
-            extensions=extensions,
-            context_loader=self._context_loader(context_id, task_id, owner),
-            owner=owner,
+            self.agent_id,
+            message,
+            task_id,
+            context_id,
+            None,  # task
+            config,
+            request.metadata,
+            False,  # streaming
+            extensions,
+            {},  # extras
+            functools.partial(self._load_context, context_id, task_id, owner),
+            owner,
         )
         if task_id in self:
             self.refuse_if_running(task_id, caller)
-        claimed = await self._claim(caller, key, message, task_id, 0, digest)
+        claimed = await self._claim(owner, key, message, task_id, 0, digest)
         if claimed is not None:
             return claimed
         if task_id in self:  # opened meanwhile, by another request
@@ -168,14 +172,14 @@ class Runs(dict[str, TaskRun]):
         return self._claimed.get(task_id)
 
     async def _claim(
-        self, caller: Caller, key: str, message: Message, task_id: str, seq: int, digest: str
+        self, owner: str | None, key: str, message: Message, task_id: str, seq: int, digest: str
     ) -> MessageClaim | None:
         """Claim ``key`` for ``task_id`` (see :meth:`open`)."""
         if self.claims is None:
             return None
-        claim, found = await self.claims.claim(caller.owner, key, task_id, seq, digest)
+        claim, found = await self.claims.claim(owner, key, task_id, seq, digest)
         if found is None:
-            self._claimed[task_id] = ((caller.owner, key), claim)
+            self._claimed[task_id] = ((owner, key), claim)
         elif found.digest and found.digest != digest:
             raise key_reused(key, message.message_id)
         return found
@@ -264,8 +268,9 @@ class Runs(dict[str, TaskRun]):
         notes = metrics.request_notes.get()
         if notes is not None:
             notes.setdefault("task_id", task_id)
-        if metrics.enabled():
-            self._began[task_id] = self._metrics.began()
+        began = self._metrics.began()
+        if began is not None:
+            self._began[task_id] = began
         return run
 
     def __delitem__(self, task_id: str) -> None:

@@ -78,7 +78,9 @@ class Subscription:
                 self.buffer.clear()
             else:
                 self.buffer.append(event)
-        self.wake()
+        waiter = self._waiter  # wake the subscriber if it waits (as wake() does)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def wake(self) -> None:
         """Wake the subscriber if it waits."""

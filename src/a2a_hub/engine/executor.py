@@ -193,7 +193,7 @@ class _Run(Protocol):
         self, state: TaskState, content: str | Sequence[Part] | Message | None
     ) -> None: ...
 
-    async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None: ...
+    def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None: ...
 
 
 class TaskUpdater:
@@ -288,7 +288,7 @@ class TaskUpdater:
             description=description,
             metadata=metadata,
         )
-        await self._run.add_artifact(art, append=append, last_chunk=last_chunk)
+        self._run.add_artifact(art, append=append, last_chunk=last_chunk)
         return art.artifact_id
 
     async def require_input(self, content: str | Sequence[Part] | Message | None = None) -> None:

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 import msgspec
 
@@ -73,6 +74,8 @@ class TaskRun:
     """The live state of one task while its executor runs (see module docstring)."""
 
     __slots__ = (
+        "_ended",
+        "_finished",
         "_flushed",
         "_flushing",
         "_unflushed",
@@ -85,7 +88,6 @@ class TaskRun:
         "driver",
         "executing",
         "executor",
-        "finished",
         "flusher",
         "leased",
         "owner",
@@ -143,7 +145,9 @@ class TaskRun:
         self.settled: asyncio.Future[Task | Message] = asyncio.get_running_loop().create_future()
         #: The seq of the task :attr:`settled` answers with (its 1.1 generation).
         self.settled_seq = 0
-        self.finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        #: Done once the run is over (made when first asked for, see :attr:`finished`).
+        self._finished: asyncio.Future[None] | None = None
+        self._ended = False
         #: Writes the run's end after an outage (see :meth:`_finish`), then ends the run.
         self.tail: asyncio.Task[None] | None = None
         self._unflushed: list[TaskEvent] = []
@@ -159,6 +163,17 @@ class TaskRun:
         self.push_configs: tuple[str, ...] = ()
         #: Told after a save that queued deliveries (wakes the push dispatcher).
         self.push_queued: Callable[[], None] | None = None
+
+    @property
+    def finished(self) -> asyncio.Future[None]:
+        """Done once the run is over: it left the table of runs (made on demand: most runs
+        end without anybody waiting for them)."""
+        finished = self._finished
+        if finished is None:
+            finished = self._finished = asyncio.get_running_loop().create_future()
+            if self._ended:
+                finished.set_result(None)
+        return finished
 
     @property
     def updater(self) -> TaskUpdater:
@@ -392,7 +407,8 @@ class TaskRun:
                     result = self.snapshot()
                 self.settle(result)
 
-    async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
+    def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
+        """Queue an artifact (or a chunk of one); written by the flusher or the turn's end."""
         task = self.task if self.task is not None else self.ensure_task()
         if task.status.state in _SETTLED:
             raise InvalidTransitionError(
@@ -457,12 +473,15 @@ class TaskRun:
         if self.tail is not None:
             self.tail.cancel()
 
-    async def drive(self) -> None:
+    def drive(self) -> Coroutine[Any, Any, None]:
         """Run ``execute`` to its end and leave the task in a state that tells the truth
-        (inside a tracing span when tracing is on, see :mod:`a2a_hub.tracing`)."""
-        if not tracing.active:
-            await self._drive()
-            return
+        (inside a tracing span when tracing is on, see :mod:`a2a_hub.tracing`): await it.
+
+        (A plain function returning the coroutine: no coroutine of its own without tracing.)
+        """
+        return self._drive() if not tracing.active else self._traced()
+
+    async def _traced(self) -> None:
         with tracing.run_span(self.agent_id, self.task_id, self.context_id) as span:
             try:
                 await self._drive()
@@ -542,8 +561,10 @@ class TaskRun:
         finally:
             if unwritten:
                 self.tail = asyncio.ensure_future(self._end_when_written())
-            else:
+            elif self.leased:
                 await self._end()
+            else:
+                self._leave()
 
     async def leave(self) -> None:
         """Leave this process without ending the task: an API node handed its turn to a
@@ -565,7 +586,13 @@ class TaskRun:
             log.warning("could not release the lease of task %s: %s", self.task_id, exc)
             if self.cluster is not None:  # else this instance would renew it for ever
                 self.cluster.release_later(self.agent_id, self.task_id)
+        self._leave()
+
+    def _leave(self) -> None:
+        """Leave the table of runs and wake the waiters (the lease is given back)."""
         if self.runs.get(self.task_id) is self:
             del self.runs[self.task_id]
-        if not self.finished.done():
-            self.finished.set_result(None)
+        self._ended = True
+        finished = self._finished
+        if finished is not None and not finished.done():
+            finished.set_result(None)

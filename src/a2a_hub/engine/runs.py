@@ -275,7 +275,7 @@ class Runs(dict[str, TaskRun]):
 
     def __delitem__(self, task_id: str) -> None:
         run = self[task_id]
-        super().__delitem__(task_id)
+        dict.__delitem__(self, task_id)  # (no super object made per call)
         self._claimed.pop(task_id, None)
         if self.running is not None:
             self.running.ended(task_id)

@@ -68,6 +68,7 @@ __all__ = [
     "FastCounter",
     "FastGauge",
     "FastHistogram",
+    "RunMetrics",
     "count_error",
     "disable",
     "enabled",
@@ -420,6 +421,51 @@ def run_began(agent: str) -> float:
 
 
 _state_labels: dict[Any, str] = {}
+
+
+class RunMetrics:
+    """:func:`run_began` and :func:`run_ended` of one agent, its label tuples and numbers
+    looked up once (the engine records every run through it)."""
+
+    __slots__ = ("_agent", "_ended", "_key")
+
+    def __init__(self, agent: str) -> None:
+        self._agent = agent
+        self._key = (agent,)
+        #: The state a run left its task in (``None``: a direct reply) -> its counter labels.
+        self._ended: dict[Any, tuple[str, str]] = {}
+
+    def began(self) -> float | None:
+        """Count a run as active; returns its start time for :meth:`ended` (``None``: metrics
+        are off)."""
+        if not _enabled:
+            return None
+        if TASKS_ACTIVE.shared is not None:
+            return run_began(self._agent)
+        active = TASKS_ACTIVE.values
+        key = self._key
+        active[key] = active.get(key, 0.0) + 1
+        return time.perf_counter()
+
+    def ended(self, began: float, task: Any) -> None:
+        """A run begun at ``began`` ended, leaving ``task`` (``None``: a direct reply)."""
+        if TASKS_ACTIVE.shared is not None:
+            run_ended(self._agent, began, task)
+            return
+        key = self._key
+        active = TASKS_ACTIVE.values
+        active[key] = active.get(key, 0.0) - 1
+        seconds = time.perf_counter() - began
+        numbers = TASK_SECONDS.values.get(key) or TASK_SECONDS.child(key)
+        numbers[bisect_left(TASK_SECONDS.bounds, seconds)] += 1
+        numbers[-1] += seconds
+        state = None if task is None else task.status.state
+        labels = self._ended.get(state)
+        if labels is None:
+            label = "message" if state is None else state.label
+            labels = self._ended[state] = (self._agent, label)
+        counts = TASKS.values
+        counts[labels] = counts.get(labels, 0.0) + 1
 
 
 def run_ended(agent: str, began: float, task: Any) -> None:

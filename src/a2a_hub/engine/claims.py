@@ -149,6 +149,8 @@ class Claims:
             task_id=task_id, seq=seq, instance=self.instance, created=time.time(), digest=digest
         )
         found = await self.store.claim_message(self.agent_id, owner, key, claim)
+        if found is None:
+            return claim, None
         # a write sent again after a lost answer (the client's retry) finds itself
         return claim, None if found == claim else found
 

@@ -159,7 +159,8 @@ class TaskEngine:
     ) -> Task | Message:
         """:meth:`send`, and with ``generation`` :meth:`send_v11` (a task answered is
         stamped with the seq it was answered at)."""
-        key = claim_key(request.message.message_id, idempotency_key)
+        message_id = request.message.message_id
+        key = message_id if idempotency_key is None else claim_key(message_id, idempotency_key)
         opened = await self._open(request, new_task_id, caller, extensions, idempotency_key, key)
         config = request.configuration
         history_length = config.history_length if config is not None else None
@@ -197,7 +198,7 @@ class TaskEngine:
         await self._drive(run, answer=True)
         result = run.settled.result()
         if isinstance(result, Task):
-            task = trim_history(result, history_length)
+            task = result if history_length is None else trim_history(result, history_length)
             return stamped(task, run.settled_seq) if generation else task
         return result
 
@@ -277,7 +278,8 @@ class TaskEngine:
         A run that fails to be prepared is dropped when it has no task yet (nothing was
         written, the agent never ran); a task that exists runs anyway, so that the claim
         leads a retry to it (and it never stays submitted)."""
-        _check_invoke(caller)
+        if caller is not ANONYMOUS:  # anonymous callers (an open hub) may invoke
+            _check_invoke(caller)
         if idempotency_key is not None:
             check_idempotency_key(idempotency_key)
         config = request.configuration
@@ -294,7 +296,8 @@ class TaskEngine:
         if isinstance(opened, MessageClaim):
             return opened
         try:
-            run = await self.push.load(opened)
+            # a new task has no push config yet: nothing to load
+            run = opened if opened.task is None else await self.push.load(opened)
             if register and inline is not None:
                 await self.push.register_inline(run, inline)
         except BaseException:

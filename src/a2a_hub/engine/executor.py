@@ -66,6 +66,13 @@ __all__ = [
     "tool_response_part",
 ]
 
+# Enum members read once: ``TaskState.WORKING`` goes through the enum metaclass's
+# ``__getattr__`` hook on every read (Python 3.11), a module global does not.
+_AGENT = Role.AGENT
+_WORKING, _COMPLETED, _FAILED = TaskState.WORKING, TaskState.COMPLETED, TaskState.FAILED
+_INPUT_REQUIRED, _AUTH_REQUIRED = TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED
+_REJECTED, _CANCELED = TaskState.REJECTED, TaskState.CANCELED
+
 #: The status-message metadata key carrying ``updater.working(progress=...)``.
 PROGRESS_KEY = "progress"
 
@@ -98,12 +105,18 @@ def tool_response_part(
 
 def text_of(parts: Sequence[Part]) -> str:
     """The text parts of a message or artifact, joined by newlines."""
+    if len(parts) == 1:  # the common case, without a generator
+        text = parts[0].text
+        return "" if text is None else text
     return "\n".join(p.text for p in parts if p.text is not None)
 
 
 @dataclass(slots=True)
 class RequestContext:
-    """Everything an executor knows about the request it serves."""
+    """Everything an executor knows about the request it serves.
+
+    (The engine builds it with positional arguments, the cheaper call: keep the order of
+    the fields, or change :meth:`a2a_hub.engine.runs.Runs.open` with it.)"""
 
     agent_id: str
     message: Message
@@ -180,7 +193,7 @@ class _Run(Protocol):
         self, state: TaskState, content: str | Sequence[Part] | Message | None
     ) -> None: ...
 
-    async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None: ...
+    def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None: ...
 
 
 class TaskUpdater:
@@ -214,7 +227,7 @@ class TaskUpdater:
         parts = [Part(text=content)] if isinstance(content, str) else list(content)
         return Message(
             message_id=new_id(),
-            role=Role.AGENT,
+            role=_AGENT,
             parts=parts,
             context_id=self._run.context_id,
             task_id=self._run.task_id if with_task else None,
@@ -253,7 +266,7 @@ class TaskUpdater:
             message = self.message("" if content is None else content)
             metadata = {**(message.metadata or {}), PROGRESS_KEY: float(progress)}
             content = msgspec.structs.replace(message, metadata=metadata)
-        await self._run.set_status(TaskState.WORKING, content)
+        await self._run.set_status(_WORKING, content)
 
     async def artifact(
         self,
@@ -275,12 +288,12 @@ class TaskUpdater:
             description=description,
             metadata=metadata,
         )
-        await self._run.add_artifact(art, append=append, last_chunk=last_chunk)
+        self._run.add_artifact(art, append=append, last_chunk=last_chunk)
         return art.artifact_id
 
     async def require_input(self, content: str | Sequence[Part] | Message | None = None) -> None:
         """Ask the client for more input (``input-required``); then return from ``execute``."""
-        await self._run.set_status(TaskState.INPUT_REQUIRED, content)
+        await self._run.set_status(_INPUT_REQUIRED, content)
 
     async def call_client_tool(
         self,
@@ -308,29 +321,29 @@ class TaskUpdater:
         question = self.message(parts)
         if metadata:
             question.metadata = {**(question.metadata or {}), **metadata}
-        await self._run.set_status(TaskState.INPUT_REQUIRED, question)
+        await self._run.set_status(_INPUT_REQUIRED, question)
         return call_id
 
     async def require_auth(self, content: str | Sequence[Part] | Message | None = None) -> None:
         """Ask the client to authenticate (``auth-required``); then return from ``execute``."""
-        await self._run.set_status(TaskState.AUTH_REQUIRED, content)
+        await self._run.set_status(_AUTH_REQUIRED, content)
 
     async def complete(self, content: str | Sequence[Part] | Message | None = None) -> None:
         """Finish the task successfully (terminal)."""
-        await self._run.set_status(TaskState.COMPLETED, content)
+        await self._run.set_status(_COMPLETED, content)
 
     async def fail(self, content: str | Sequence[Part] | Message | None = None) -> None:
         """Finish the task with an error (terminal)."""
-        await self._run.set_status(TaskState.FAILED, content)
+        await self._run.set_status(_FAILED, content)
 
     async def reject(self, content: str | Sequence[Part] | Message | None = None) -> None:
         """Decline the task (terminal)."""
-        await self._run.set_status(TaskState.REJECTED, content)
+        await self._run.set_status(_REJECTED, content)
 
     async def canceled(self, content: str | Sequence[Part] | Message | None = None) -> None:
         """End the task as ``canceled`` (terminal) on the agent's own account (a client's
         CancelTask needs no call: the engine ends the task itself)."""
-        await self._run.set_status(TaskState.CANCELED, content)
+        await self._run.set_status(_CANCELED, content)
 
 
 class AgentExecutor(ABC):

@@ -87,7 +87,9 @@ class Subscription:
                 self.buffer.clear()
             else:
                 self.buffer.append(event)
-        self.wake()
+        waiter = self._waiter  # wake the subscriber if it waits (as wake() does)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def wake(self) -> None:
         """Wake the subscriber if it waits."""
@@ -405,6 +407,10 @@ class PubSub:
             subs.discard(sub)
             if not subs:
                 del self.topics[task_id]
+
+    def listened(self, task_id: str) -> bool:
+        """Whether anybody follows the task's events now: a subscriber or a feed."""
+        return bool(self._feeds) or task_id in self.topics
 
     def publish(
         self,

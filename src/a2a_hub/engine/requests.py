@@ -33,17 +33,23 @@ DEFAULT_PAGE_SIZE = 50
 MAX_IDEMPOTENCY_KEY = 255
 
 
+_USER = Role.USER  # read once: an enum member costs a metaclass lookup per read
+
+
 def check_message(message: Message) -> None:
     """A message sent to an agent: an id, the user role, and well-formed parts."""
     if not message.message_id:
         raise InvalidParamsError("message.messageId is required")
-    if message.role is not Role.USER:
+    if message.role is not _USER:
         raise InvalidParamsError("message.role must be ROLE_USER for a message sent to an agent")
     if not message.parts:
         raise InvalidParamsError("message.parts must contain at least one part")
     for i, part in enumerate(message.parts):
-        present = sum(x is not None for x in (part.text, part.raw, part.url)) + (
-            part.data is not msgspec.UNSET
+        present = (
+            (part.text is not None)
+            + (part.raw is not None)
+            + (part.url is not None)
+            + (part.data is not msgspec.UNSET)
         )
         if present != 1:
             raise InvalidParamsError(

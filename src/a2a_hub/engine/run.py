@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 import msgspec
 
@@ -35,7 +36,13 @@ from a2a_hub.engine.cluster import Cluster
 from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater
 from a2a_hub.engine.flusher import Flusher
 from a2a_hub.engine.pubsub import PubSub
-from a2a_hub.engine.state import InvalidTransitionError, apply_event, check_transition, timestamp
+from a2a_hub.engine.state import (
+    TRANSITIONS,
+    InvalidTransitionError,
+    apply_event,
+    check_transition,
+    timestamp,
+)
 from a2a_hub.protocol.errors import InternalError, StoreUnavailableError
 from a2a_hub.protocol.types import (
     Artifact,
@@ -54,12 +61,23 @@ __all__ = ["TaskRun"]
 
 log = logging.getLogger("a2a_hub.engine")
 
+#: The states where a turn settles (the blocked request is answered): terminal or interrupted.
+_SETTLED = frozenset(state for state in TaskState if state.terminal or state.interrupted)
+_SUBMITTED, _WORKING, _COMPLETED = TaskState.SUBMITTED, TaskState.WORKING, TaskState.COMPLETED
+#: The states of a task whose turn is not over.
+_UNSETTLED = frozenset({_SUBMITTED, _WORKING})
+#: The states a task may move to from each state (:data:`~a2a_hub.engine.state.TRANSITIONS`).
+_LEGAL = TRANSITIONS
+
 
 class TaskRun:
     """The live state of one task while its executor runs (see module docstring)."""
 
     __slots__ = (
-        "_flush_lock",
+        "_ended",
+        "_finished",
+        "_flushed",
+        "_flushing",
         "_unflushed",
         "agent_id",
         "bound",
@@ -70,7 +88,6 @@ class TaskRun:
         "driver",
         "executing",
         "executor",
-        "finished",
         "flusher",
         "leased",
         "owner",
@@ -128,11 +145,16 @@ class TaskRun:
         self.settled: asyncio.Future[Task | Message] = asyncio.get_running_loop().create_future()
         #: The seq of the task :attr:`settled` answers with (its 1.1 generation).
         self.settled_seq = 0
-        self.finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        #: Done once the run is over (made when first asked for, see :attr:`finished`).
+        self._finished: asyncio.Future[None] | None = None
+        self._ended = False
         #: Writes the run's end after an outage (see :meth:`_finish`), then ends the run.
         self.tail: asyncio.Task[None] | None = None
         self._unflushed: list[TaskEvent] = []
-        self._flush_lock = asyncio.Lock()
+        #: True while a write is in flight (writes are serialised, see :meth:`flush`).
+        self._flushing = False
+        #: Done when the write in flight ends (made only when someone waits for it).
+        self._flushed: asyncio.Future[None] | None = None
         #: Whether this instance holds the task's lease (it is submitted/working in the store).
         self.leased = False
         #: The asyncio task running :meth:`drive`, set by whoever starts it.
@@ -141,6 +163,17 @@ class TaskRun:
         self.push_configs: tuple[str, ...] = ()
         #: Told after a save that queued deliveries (wakes the push dispatcher).
         self.push_queued: Callable[[], None] | None = None
+
+    @property
+    def finished(self) -> asyncio.Future[None]:
+        """Done once the run is over: it left the table of runs (made on demand: most runs
+        end without anybody waiting for them)."""
+        finished = self._finished
+        if finished is None:
+            finished = self._finished = asyncio.get_running_loop().create_future()
+            if self._ended:
+                finished.set_result(None)
+        return finished
 
     @property
     def updater(self) -> TaskUpdater:
@@ -153,11 +186,17 @@ class TaskRun:
 
     def emit(self, event: StreamResponse) -> TaskEvent:
         """Sequence, fold and queue one event (published once written: :meth:`flush`)."""
-        self.seq += 1
-        record = TaskEvent(self.seq, event)
         self.task = apply_event(self.task, event)
-        self._unflushed.append(record)
-        self.flusher.mark_dirty(self)
+        return self._queue(event)
+
+    def _queue(self, event: StreamResponse) -> TaskEvent:
+        """Sequence and queue one event already folded into the live task."""
+        seq = self.seq = self.seq + 1
+        record = TaskEvent(seq, event)
+        unflushed = self._unflushed
+        unflushed.append(record)
+        if len(unflushed) == 1:  # it was clean: the flusher writes it (it stays marked)
+            self.flusher.mark_dirty(self)
         return record
 
     def snapshot(self) -> Task:
@@ -190,12 +229,16 @@ class TaskRun:
         while a thread or a server committed it): the next write then meets those events
         in the log and counts them as written (:meth:`_write`).
         """
-        async with self._flush_lock:
-            if not self._unflushed:
-                return
+        while self._flushing:  # one write at a time: wait for the one in flight
+            if self._flushed is None:
+                self._flushed = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._flushed)
+        if not self._unflushed:
+            return
+        self._flushing = True
+        try:
             events, self._unflushed = self._unflushed, []
             snapshot = self.snapshot()
-            state = snapshot.status.state
             try:
                 await self._write(snapshot, events)
             except BaseException:
@@ -205,11 +248,17 @@ class TaskRun:
                 self.flusher.mark_dirty(self)
                 raise
             self.written, self.written_seq = snapshot, events[-1].seq
-            publish, task_id, owner = self.pubsub.publish, self.task_id, self.owner
-            for record in events:
-                publish(task_id, record, owner)
-            if self.leased and (state.terminal or state.interrupted):
+            pubsub, task_id, owner = self.pubsub, self.task_id, self.owner
+            if pubsub.listened(task_id):
+                for record in events:
+                    pubsub.publish(task_id, record, owner)
+            if self.leased and snapshot.status.state in _SETTLED:
                 await self.release_lease()
+        finally:
+            self._flushing = False
+            waiting, self._flushed = self._flushed, None
+            if waiting is not None:
+                waiting.set_result(None)
 
     async def _write(self, snapshot: Task, events: list[TaskEvent]) -> None:
         """Take the lease if the task runs on, then save ``snapshot`` and ``events``.
@@ -220,16 +269,18 @@ class TaskRun:
         that case: those count as written and the rest is saved after them.  Any other
         conflict (another writer moved the log on) is raised.
         """
-        state = snapshot.status.state
         cluster = self.cluster
-        if cluster is not None and not self.leased and not (state.terminal or state.interrupted):
+        if cluster is not None and not self.leased and snapshot.status.state not in _SETTLED:
             # lease first: a task that is running in the store always has a lease
             await cluster.coordinator.acquire_lease(
                 self.agent_id, self.task_id, cluster.id, cluster.lease_ttl
             )
             self.leased = True
         try:
-            await self._save(snapshot, events)
+            if self.push_configs:
+                await self._save(snapshot, events)
+            else:  # the common case, without a call of its own
+                await self.store.save_task(self.agent_id, snapshot, events, owner=self.owner)
         except LogConflictError:
             landed = await self._landed(events)
             if not landed:
@@ -312,7 +363,7 @@ class TaskRun:
                     task=Task(
                         id=self.task_id,
                         context_id=self.context_id,
-                        status=TaskStatus(state=TaskState.SUBMITTED, timestamp=timestamp()),
+                        status=TaskStatus(state=_SUBMITTED, timestamp=timestamp()),
                         history=[self.ctx.message],
                     )
                 )
@@ -320,36 +371,46 @@ class TaskRun:
         assert self.task is not None
         return self.task
 
-    def _agent_message(self, content: str | Sequence[Part] | Message | None) -> Message | None:
-        return None if content is None else self.updater.message(content)
-
     async def start(self) -> None:
-        task = self.ensure_task()
-        if task.status.state is not TaskState.WORKING:
-            await self.set_status(TaskState.WORKING, None)
+        task = self.task if self.task is not None else self.ensure_task()
+        if task.status.state is not _WORKING:
+            await self.set_status(_WORKING, None)
 
     async def set_status(
         self, state: TaskState, content: str | Sequence[Part] | Message | None
     ) -> None:
-        task = self.ensure_task()
-        check_transition(task.status.state, state)
-        status = TaskStatus(
-            state=state, message=self._agent_message(content), timestamp=timestamp()
-        )
-        self.emit(
+        task = self.task if self.task is not None else self.ensure_task()
+        current = task.status.state
+        if state not in _LEGAL[current]:
+            check_transition(current, state)  # raises, saying why
+        message = None if content is None else self.updater.message(content)
+        status = TaskStatus(state=state, message=message, timestamp=timestamp())
+        # folded here, as apply_event would (the live task is this run's own)
+        task.status = status
+        if message is not None:
+            if task.history is None:
+                task.history = []
+            task.history.append(message)
+        self._queue(
             StreamResponse(
                 status_update=TaskStatusUpdateEvent(
                     task_id=self.task_id, context_id=self.context_id, status=status
                 )
             )
         )
-        if state.terminal or state.interrupted:
+        if state in _SETTLED:
             await self.flush()
-            self.settle(self.snapshot())
+            if not self.settled.done():
+                # the task as just written (a copy nobody changes) when nothing came since
+                result = self.written
+                if result is None or self.written_seq != self.seq:
+                    result = self.snapshot()
+                self.settle(result)
 
-    async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
-        task = self.ensure_task()
-        if task.status.state.terminal or task.status.state.interrupted:
+    def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
+        """Queue an artifact (or a chunk of one); written by the flusher or the turn's end."""
+        task = self.task if self.task is not None else self.ensure_task()
+        if task.status.state in _SETTLED:
             raise InvalidTransitionError(
                 "artifacts can only be added while the task is submitted or working"
             )
@@ -367,7 +428,7 @@ class TaskRun:
 
     async def reply(self, content: str | Sequence[Part] | Message) -> None:
         if self.bound or self.task is not None:
-            await self.set_status(TaskState.COMPLETED, content)
+            await self.set_status(_COMPLETED, content)
             return
         if self.settled.done():
             raise InvalidTransitionError("the agent already answered this message")
@@ -412,12 +473,15 @@ class TaskRun:
         if self.tail is not None:
             self.tail.cancel()
 
-    async def drive(self) -> None:
+    def drive(self) -> Coroutine[Any, Any, None]:
         """Run ``execute`` to its end and leave the task in a state that tells the truth
-        (inside a tracing span when tracing is on, see :mod:`a2a_hub.tracing`)."""
-        if not tracing.active:
-            await self._drive()
-            return
+        (inside a tracing span when tracing is on, see :mod:`a2a_hub.tracing`): await it.
+
+        (A plain function returning the coroutine: no coroutine of its own without tracing.)
+        """
+        return self._drive() if not tracing.active else self._traced()
+
+    async def _traced(self) -> None:
         with tracing.run_span(self.agent_id, self.task_id, self.context_id) as span:
             try:
                 await self._drive()
@@ -465,12 +529,13 @@ class TaskRun:
                 await self.set_status(TaskState.FAILED, failure)
             elif not answered:
                 await self.set_status(TaskState.FAILED, "the agent returned without answering")
-            elif state in (TaskState.SUBMITTED, TaskState.WORKING):
+            elif state in _UNSETTLED:
                 await self.set_status(
                     TaskState.FAILED, "the agent stopped without finishing the task"
                 )
-            await self.flush()
-            if self.task is not None:
+            if self._unflushed or self._flushing:
+                await self.flush()
+            if self.task is not None and not self.settled.done():
                 self.settle(self.snapshot())
         except BaseException as exc:
             conflict = isinstance(exc, LogConflictError)
@@ -496,8 +561,10 @@ class TaskRun:
         finally:
             if unwritten:
                 self.tail = asyncio.ensure_future(self._end_when_written())
-            else:
+            elif self.leased:
                 await self._end()
+            else:
+                self._leave()
 
     async def leave(self) -> None:
         """Leave this process without ending the task: an API node handed its turn to a
@@ -513,12 +580,19 @@ class TaskRun:
     async def _end(self) -> None:
         """The run is over: give the lease back, leave the table of runs, wake the waiters."""
         try:
-            await self.release_lease()
+            if self.leased:
+                await self.release_lease()
         except Exception as exc:
             log.warning("could not release the lease of task %s: %s", self.task_id, exc)
             if self.cluster is not None:  # else this instance would renew it for ever
                 self.cluster.release_later(self.agent_id, self.task_id)
+        self._leave()
+
+    def _leave(self) -> None:
+        """Leave the table of runs and wake the waiters (the lease is given back)."""
         if self.runs.get(self.task_id) is self:
             del self.runs[self.task_id]
-        if not self.finished.done():
-            self.finished.set_result(None)
+        self._ended = True
+        finished = self._finished
+        if finished is not None and not finished.done():
+            finished.set_result(None)

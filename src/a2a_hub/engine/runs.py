@@ -13,6 +13,7 @@ when that request was another message, the refusal.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 
 import msgspec
@@ -79,6 +80,7 @@ class Runs(dict[str, TaskRun]):
         self._claimed: dict[str, tuple[tuple[str | None, str], MessageClaim]] = {}
         #: Running tasks per owner, kept only once a ``max_running`` cap applies.
         self.running: RunningCount | None = None
+        self._metrics = metrics.RunMetrics(agent_id)
 
     async def open(
         self,
@@ -106,14 +108,16 @@ class Runs(dict[str, TaskRun]):
             check_history_length(config.history_length, "configuration.historyLength")
         key = key or message.message_id
         digest = send_digest(request)
+        owner = caller.owner
         task_id = message.task_id or new_task_id
         if task_id is not None:
             held = self._claimed.get(task_id)
-            if held is not None and held[0] == (caller.owner, key):
+            if held is not None and held[0] == (owner, key):
                 if held[1].digest != digest:
                     raise key_reused(key, message.message_id)
                 return held[1]  # a repeat of the message this task's run serves
-            self.refuse_if_running(task_id, caller)
+            if task_id in self:
+                self.refuse_if_running(task_id, caller)
             record = await self.store.get_task_record(self.agent_id, task_id)
             if record is not None and caller.sees(record.owner):
                 try:  # a refused message claims nothing, unless it is a repeat
@@ -124,37 +128,42 @@ class Runs(dict[str, TaskRun]):
                     history = record.task.history or []
                     if all(m.message_id != message.message_id for m in history):
                         raise
-                claimed = await self._claim(caller, key, message, task_id, record.seq, digest)
+                claimed = await self._claim(owner, key, message, task_id, record.seq, digest)
                 if claimed is not None:
                     return claimed
                 return self._continue(record, message, request, caller, extensions)
             if record is not None or message.task_id is not None:
                 raise not_found(task_id, CONTINUE_HINT)
-        owner = caller.owner
         task_id = task_id or new_id()
         context_id = message.context_id or new_id()
         if message.task_id != task_id or message.context_id != context_id:
             message = msgspec.structs.replace(message, task_id=task_id, context_id=context_id)
+        # positional: a dataclass called with keywords builds a dict for its __init__
         ctx = RequestContext(
-            agent_id=self.agent_id,
-            message=message,
-            task_id=task_id,
-            context_id=context_id,
-            configuration=config,
-            metadata=request.metadata,
-            extensions=extensions,
-            context_loader=self._context_loader(context_id, task_id, owner),
-            owner=owner,
+            self.agent_id,
+            message,
+            task_id,
+            context_id,
+            None,  # task
+            config,
+            request.metadata,
+            False,  # streaming
+            extensions,
+            {},  # extras
+            functools.partial(self._load_context, context_id, task_id, owner),
+            owner,
         )
-        self.refuse_if_running(task_id, caller)
-        claimed = await self._claim(caller, key, message, task_id, 0, digest)
+        if task_id in self:
+            self.refuse_if_running(task_id, caller)
+        claimed = await self._claim(owner, key, message, task_id, 0, digest)
         if claimed is not None:
             return claimed
-        try:
-            self.refuse_if_running(task_id, caller)
-        except BaseException:
-            self._claimed.pop(task_id, None)
-            raise
+        if task_id in self:  # opened meanwhile, by another request
+            try:
+                self.refuse_if_running(task_id, caller)
+            except BaseException:
+                self._claimed.pop(task_id, None)
+                raise
         return self._add(ctx, owner, None, 0, new_task_id is not None)
 
     def claimed(self, task_id: str) -> tuple[tuple[str | None, str], MessageClaim] | None:
@@ -163,14 +172,14 @@ class Runs(dict[str, TaskRun]):
         return self._claimed.get(task_id)
 
     async def _claim(
-        self, caller: Caller, key: str, message: Message, task_id: str, seq: int, digest: str
+        self, owner: str | None, key: str, message: Message, task_id: str, seq: int, digest: str
     ) -> MessageClaim | None:
         """Claim ``key`` for ``task_id`` (see :meth:`open`)."""
         if self.claims is None:
             return None
-        claim, found = await self.claims.claim(caller.owner, key, task_id, seq, digest)
+        claim, found = await self.claims.claim(owner, key, task_id, seq, digest)
         if found is None:
-            self._claimed[task_id] = ((caller.owner, key), claim)
+            self._claimed[task_id] = ((owner, key), claim)
         elif found.digest and found.digest != digest:
             raise key_reused(key, message.message_id)
         return found
@@ -254,33 +263,36 @@ class Runs(dict[str, TaskRun]):
             seq,
             bound,
         )
-        self[ctx.task_id] = run
-        metrics.note_request(task_id=ctx.task_id)
-        if metrics.enabled():
-            self._began[ctx.task_id] = metrics.run_began(self.agent_id)
+        task_id = ctx.task_id
+        self[task_id] = run
+        notes = metrics.request_notes.get()
+        if notes is not None:
+            notes.setdefault("task_id", task_id)
+        began = self._metrics.began()
+        if began is not None:
+            self._began[task_id] = began
         return run
 
     def __delitem__(self, task_id: str) -> None:
         run = self[task_id]
-        super().__delitem__(task_id)
+        dict.__delitem__(self, task_id)  # (no super object made per call)
         self._claimed.pop(task_id, None)
         if self.running is not None:
             self.running.ended(task_id)
         began = self._began.pop(task_id, None)
         if began is not None:
-            metrics.run_ended(self.agent_id, began, run.task)
+            self._metrics.ended(began, run.task)
 
     def _context_loader(
         self, context_id: str, task_id: str, owner: str | None
     ) -> Callable[[], Awaitable[list[Task]]]:
         """Loads the earlier tasks of the conversation, those the task's owner may see."""
+        return functools.partial(self._load_context, context_id, task_id, owner)
 
-        async def load() -> list[Task]:
-            query = TaskQuery(context_id=context_id, owner=owner, page_size=MAX_PAGE_SIZE)
-            page = await self.store.list_tasks(self.agent_id, query)
-            return [t for t in reversed(page.tasks) if t.id != task_id]
-
-        return load
+    async def _load_context(self, context_id: str, task_id: str, owner: str | None) -> list[Task]:
+        query = TaskQuery(context_id=context_id, owner=owner, page_size=MAX_PAGE_SIZE)
+        page = await self.store.list_tasks(self.agent_id, query)
+        return [t for t in reversed(page.tasks) if t.id != task_id]
 
     def refuse_if_running(self, task_id: str, caller: Caller) -> None:
         """Refuse a message for a task whose executor works on it right now."""

@@ -38,9 +38,12 @@ __all__ = [
 ]
 
 
+_USER = Role.USER  # read once: an enum member costs a metaclass lookup per read (3.11)
+
+
 def is_internal(event: StreamResponse) -> bool:
     """A client message appended to history: logged, but not something streams send."""
-    return event.message is not None and event.message.role is Role.USER
+    return event.message is not None and event.message.role is _USER
 
 
 def ends_task(event: StreamResponse) -> bool:
@@ -188,7 +191,7 @@ class TaskStream:
                 continue  # already delivered by the backlog
             if event.seq:
                 self.last = event.seq
-            if ends_task(event.event) if self.until_terminal else ends_stream(event.event):
+            if ends_task(event.event) if self.until_terminal else event.event.ends_turn:
                 self._done = True
                 self.close()
             return event

@@ -77,26 +77,27 @@ class TaskState(enum.StrEnum):
     REJECTED = "TASK_STATE_REJECTED"
     AUTH_REQUIRED = "TASK_STATE_AUTH_REQUIRED"
 
-    @property
-    def label(self) -> str:
-        """The short name people read: ``TASK_STATE_INPUT_REQUIRED`` → ``input-required``."""
-        return self.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
-
-    @property
-    def terminal(self) -> bool:
-        """True for states a task never leaves."""
-        return self in _TERMINAL
-
-    @property
-    def interrupted(self) -> bool:
-        """True for states that wait for the client (input or auth)."""
-        return self in _INTERRUPTED
+    # Plain attributes of each member, set below (a property of an enum member costs a
+    # Python call per read, and the engine reads these on every event).
+    #: The short name people read: ``TASK_STATE_INPUT_REQUIRED`` → ``input-required``.
+    label: str
+    #: True for states a task never leaves.
+    terminal: bool
+    #: True for states that wait for the client (input or auth).
+    interrupted: bool
 
 
 _TERMINAL = frozenset(
     {TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED}
 )
 _INTERRUPTED = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
+for _state in TaskState:
+    _state.label = _state.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
+    _state.terminal = _state in _TERMINAL
+    _state.interrupted = _state in _INTERRUPTED
+del _state
+#: The states that end a turn (terminal or interrupted), for :attr:`StreamResponse.ends_turn`.
+_TURN_ENDS = _TERMINAL | _INTERRUPTED
 
 
 class Role(enum.StrEnum):
@@ -105,6 +106,9 @@ class Role(enum.StrEnum):
     UNSPECIFIED = "ROLE_UNSPECIFIED"
     USER = "ROLE_USER"
     AGENT = "ROLE_AGENT"
+
+
+_AGENT = Role.AGENT  # read once: an enum member costs a metaclass lookup per read (3.11)
 
 
 class Part(_Wire):
@@ -201,13 +205,12 @@ class StreamResponse(_Wire):
         """True for the last event of a turn: the agent's direct message, a terminal or
         interrupted status, or a snapshot of a terminal task (an interrupted snapshot can
         still be continued)."""
-        if self.message is not None:
-            return self.message.role is Role.AGENT
         if self.status_update is not None:
-            state = self.status_update.status.state
-            return state.terminal or state.interrupted
+            return self.status_update.status.state in _TURN_ENDS
+        if self.message is not None:
+            return self.message.role is _AGENT
         if self.task is not None:
-            return self.task.status.state.terminal
+            return self.task.status.state in _TERMINAL
         return False
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import operator
 import time
+from bisect import bisect_right
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -35,14 +37,17 @@ __all__ = ["MemoryStore"]
 
 _enc = msgspec.json.Encoder()
 _task_dec = msgspec.json.Decoder(Task)
-_event_dec = msgspec.json.Decoder(TaskEvent)
+_events_dec = msgspec.json.Decoder(list[TaskEvent])
 _push_dec = msgspec.json.Decoder(TaskPushNotificationConfig)
 _claim_dec = msgspec.json.Decoder(MessageClaim)
 
 
 class _Entry(NamedTuple):
     """One task, all immutable: a tuple of atoms, so the garbage collector stops tracking it
-    (a store of many tasks then adds nothing to the collector's pauses)."""
+    (a store of many tasks then adds nothing to the collector's pauses).
+
+    Its event log is kept as the events of each save, encoded together (one JSON array per
+    save: one encoder call, not one per event), with the seq of each save's first event."""
 
     task: bytes
     context_id: str
@@ -50,9 +55,14 @@ class _Entry(NamedTuple):
     updated_at: float
     events: tuple[bytes, ...] = ()
     owner: str | None = None
+    #: The seq of the first event of each blob of :attr:`events`.
+    starts: tuple[int, ...] = ()
+    #: The last seq of the log (0: no event).
+    seq: int = 0
 
 
 _ENDED = frozenset(state.value for state in TaskState if state.terminal)
+_seq_of = operator.attrgetter("seq")
 
 
 class MemoryStore(Store):
@@ -82,7 +92,7 @@ class MemoryStore(Store):
         entry = self._tasks.get((agent_id, task_id))
         if entry is None:
             return None
-        return StoredTask(_task_dec.decode(entry.task), len(entry.events), entry.owner)
+        return StoredTask(_task_dec.decode(entry.task), entry.seq, entry.owner)
 
     async def save_task(
         self,
@@ -95,22 +105,34 @@ class MemoryStore(Store):
     ) -> None:
         key = (agent_id, task.id)
         entry = self._tasks.get(key)
-        last = len(entry.events) if entry else 0
-        check_continues(task.id, events, last)
-        blob = _enc.encode(task)
-        stamp = max(now(), entry.updated_at) if entry else now()
-        logged = entry.events if entry else ()
+        if entry is None:
+            logged: tuple[bytes, ...] = ()
+            starts: tuple[int, ...] = ()
+            last = 0
+            stamp = now()
+        else:
+            logged, starts, last = entry.events, entry.starts, entry.seq
+            stamp = max(now(), entry.updated_at)
+            owner = entry.owner  # recorded at creation, never changed
         if events:
-            logged = (*logged, *(_enc.encode(ev) for ev in events))
+            seqs = list(map(_seq_of, events))
+            if seqs != list(range(last + 1, last + 1 + len(seqs))):
+                check_continues(task.id, events, last)  # raises, saying what is wrong
+            logged = (*logged, _enc.encode(events))
+            starts = (*starts, last + 1)
+            last += len(seqs)
         self._tasks[key] = _Entry(
-            blob,
+            _enc.encode(task),
             task.context_id,
-            task.status.state.value,
+            task.status.state._value_,  # the enum's ``value`` property costs a call
             stamp,
             logged,
-            entry.owner if entry else owner,  # recorded at creation, never changed
+            owner,
+            starts,
+            last,
         )
-        self._add(deliveries)
+        if deliveries:
+            self._add(deliveries)
 
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:
         rows = [
@@ -177,14 +199,18 @@ class MemoryStore(Store):
         entry = self._tasks.get((agent_id, task_id))
         if entry is None:
             return []
-        blobs = entry.events[max(after, 0) :]
-        if limit is not None:
-            blobs = blobs[:limit]
-        return [_event_dec.decode(b) for b in blobs]
+        after = max(after, 0)
+        found: list[TaskEvent] = []
+        # from the save holding seq after + 1
+        for blob in entry.events[max(bisect_right(entry.starts, after + 1) - 1, 0) :]:
+            found.extend(e for e in _events_dec.decode(blob) if e.seq > after)
+            if limit is not None and len(found) >= limit:
+                return found[:limit]
+        return found
 
     async def last_seq(self, agent_id: str, task_id: str) -> int:
         entry = self._tasks.get((agent_id, task_id))
-        return len(entry.events) if entry else 0
+        return entry.seq if entry else 0
 
     async def set_push_config(
         self, agent_id: str, task_id: str, config: TaskPushNotificationConfig

@@ -25,12 +25,15 @@ decides who calls), so authentication is one middleware away.  The
 admin API's mount runs the same list, so its caller is built the same way.  The
 routes of an agent (:data:`AGENT_ROUTES`) are module-level endpoints that find the
 hub in ``request.app.state.hub`` and the agent per request, so agents added to or
-removed from the hub while it serves are found, or not, at once.  Around everything,
-:class:`~a2a_hub.server.extensions.ExtensionsMiddleware` reads the ``A2A-Extensions``
-header and echoes the extensions a send activated; before it, :mod:`a2a_hub.server.hosts`
-refuses untrusted ``Host`` headers and, when ``cors_origins`` is set, answers CORS.  The
-app's lifespan starts and stops the services (:func:`app_services`: the hub's, the gRPC
-binding among them when ``grpc_port`` is set, then the drain and the retention job).
+removed from the hub while it serves are found, or not, at once.  Around everything
+(only tracing, when on, outside it), :class:`~a2a_hub.server.front.Front` times each
+request, refuses untrusted ``Host`` headers (:mod:`a2a_hub.server.hosts`), reads the
+``A2A-Extensions`` header and echoes the extensions a send activated, and serves the
+busiest routes (JSON-RPC on an agent's URL, REST ``message:send`` and ``message:stream``)
+itself, as the router, the mount and its middleware would; the rest goes through Starlette's
+stack (CORS there when ``cors_origins`` is set).  The app's lifespan starts and stops the
+services (:func:`app_services`: the hub's, the gRPC binding among them when ``grpc_port``
+is set, then the drain and the retention job).
 """
 
 from __future__ import annotations

@@ -597,8 +597,23 @@ _FAMILIES: dict[str, dict[str, Handler]] = {
 }
 
 
+#: What :func:`resolve_family` found for the (version, method) pairs seen (most
+#: requests repeat a handful of them).
+_resolved: dict[tuple[str | None, str], tuple[str, Handler]] = {}
+
+
 def resolve_family(version: str | None, method: str) -> tuple[str, Handler]:
     """Pick the protocol family and handler for a method under an ``A2A-Version`` value."""
+    found = _resolved.get((version, method))
+    if found is None:
+        found = _resolve(version, method)
+        if len(_resolved) >= 256:  # odd versions and methods must not grow it without bound
+            _resolved.clear()
+        _resolved[version, method] = found
+    return found
+
+
+def _resolve(version: str | None, method: str) -> tuple[str, Handler]:
     if version:
         family = _family_of(version)
     elif method in V10:

@@ -143,3 +143,23 @@ async def test_a_failure_in_the_caller_middleware_is_a_500(hub: Hub) -> None:
         for extra in ([], [("x-twice", "1"), ("x-twice", "2")]):
             r = await c.post("/a2a/ext", json=_send("hi", 1), headers=extra)
             assert r.status_code == 500 and r.text == "Internal Server Error"
+
+
+async def test_with_cors_every_answer_says_it_varies_by_origin() -> None:
+    settings = Settings.from_flat(
+        agents=[AgentSpec(id="echo", kind="echo")],
+        store="memory://",
+        cors_origins=["https://app.example.com"],
+    )
+    hub = Hub(settings, store=MemoryStore())
+    await hub.start()
+    transport = httpx.ASGITransport(app=create_app(hub))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
+            r = await c.post("/a2a/echo", json=_send("hi", 1))
+            assert r.status_code == 200 and r.headers["vary"] == "Origin"
+            origin = {"origin": "https://app.example.com"}
+            r = await c.post("/a2a/echo", json=_send("hi", 2), headers=origin)
+            assert r.headers["access-control-allow-origin"] == "https://app.example.com"
+    finally:
+        await hub.close()

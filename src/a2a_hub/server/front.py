@@ -20,10 +20,11 @@ the JSON-RPC binding itself; the scope is left as the router and the mount would
 escaping it is answered as Starlette's ``ServerErrorMiddleware`` does (500, then raised).
 A request takes this path only where the answer is the same: an HTTP ``POST`` to one of
 those paths, an app not mounted under a prefix (no ``root_path``), no header name repeated,
-no ``Origin`` when CORS is on (CORS answers those), and an agent middleware list that is one
-plain :class:`~a2a_hub.server.caller.CallerMiddleware` (the default ``ApiKeyMiddleware``);
-every other request goes to Starlette's stack (``ServerErrorMiddleware``, CORS when
-configured, ``ExceptionMiddleware``, the router) as before.
+no CORS configured (its middleware adds headers to every answer), and an agent middleware
+list that is one plain :class:`~a2a_hub.server.caller.CallerMiddleware` (the default
+``ApiKeyMiddleware``); every other request goes to Starlette's stack
+(``ServerErrorMiddleware``, CORS when configured, ``ExceptionMiddleware``, the router) as
+before.
 """
 
 from __future__ import annotations
@@ -107,8 +108,9 @@ class Front:
         self.router = router
         self.requests = requests
         self.hosts = hosts
-        self.cors = cors
         self.identify = caller(app).identify if caller is not None else None
+        #: Whether the hot routes may be served here (else every request takes the stack).
+        self.direct = caller is not None and not cors
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -148,11 +150,10 @@ class Front:
             try:
                 endpoint = None
                 if (
-                    unique
-                    and self.identify is not None
+                    self.direct
+                    and unique
                     and scope["method"] == "POST"
                     and not scope.get("root_path")
-                    and (origin is None or not self.cors)
                 ):
                     endpoint = self._route(scope)
                 if endpoint is None:

@@ -123,6 +123,8 @@ class Front:
             await self.app(scope, receive, send)
             return
         raw = scope["headers"]
+        if not isinstance(raw, list | tuple):  # ASGI allows any iterable: read it once
+            raw = scope["headers"] = list(raw)
         headers = dict(raw)
         unique = len(headers) == len(raw)
         if unique:

@@ -87,7 +87,8 @@ __all__ = [
 
 #: What the request being served learned for its access-log row (the agent a root alias
 #: reached, the task a send created): a dict the server's access log puts here around each
-#: request (:class:`a2a_hub.server.metrics.MetricsMiddleware`), filled by the layers below.
+#: request (:class:`a2a_hub.server.metrics.RequestMetrics`, called by the front), filled
+#: by the layers below.
 request_notes: ContextVar[dict[str, Any] | None] = ContextVar("a2a_hub_notes", default=None)
 
 

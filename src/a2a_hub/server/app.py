@@ -25,19 +25,22 @@ decides who calls), so authentication is one middleware away.  The
 admin API's mount runs the same list, so its caller is built the same way.  The
 routes of an agent (:data:`AGENT_ROUTES`) are module-level endpoints that find the
 hub in ``request.app.state.hub`` and the agent per request, so agents added to or
-removed from the hub while it serves are found, or not, at once.  Around everything,
-:class:`~a2a_hub.server.extensions.ExtensionsMiddleware` reads the ``A2A-Extensions``
-header and echoes the extensions a send activated; before it, :mod:`a2a_hub.server.hosts`
-refuses untrusted ``Host`` headers and, when ``cors_origins`` is set, answers CORS.  The
-app's lifespan starts and stops the services (:func:`app_services`: the hub's, the gRPC
-binding among them when ``grpc_port`` is set, then the drain and the retention job).
+removed from the hub while it serves are found, or not, at once.  Around everything
+(only tracing, when on, outside it), :class:`~a2a_hub.server.front.Front` times each
+request, refuses untrusted ``Host`` headers (:mod:`a2a_hub.server.hosts`), reads the
+``A2A-Extensions`` header and echoes the extensions a send activated, and serves the
+busiest routes (JSON-RPC on an agent's URL, REST ``message:send`` and ``message:stream``)
+itself, as the router, the mount and its middleware would; the rest goes through Starlette's
+stack (CORS there when ``cors_origins`` is set).  The app's lifespan starts and stops the
+services (:func:`app_services`: the hub's, the gRPC binding among them when ``grpc_port``
+is set, then the drain and the retention job).
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -57,7 +60,7 @@ from starlette.routing import (
     WebSocketRoute,
     compile_path,
 )
-from starlette.types import Scope
+from starlette.types import ASGIApp, Scope
 
 from a2a_hub import metrics, tracing
 from a2a_hub._logging import configure_logging
@@ -72,15 +75,15 @@ from a2a_hub.server.conversations import context_messages
 from a2a_hub.server.detached import DetachedRunner
 from a2a_hub.server.discovery import ai_catalog, protected_resource
 from a2a_hub.server.errors import JSON, http_exception
-from a2a_hub.server.extensions import ExtensionsMiddleware
+from a2a_hub.server.front import Front, plain_caller_middleware
 from a2a_hub.server.health import healthz, readyz, version
-from a2a_hub.server.hosts import TrustedHostMiddleware, cors_middleware, trusted_hosts
+from a2a_hub.server.hosts import HostCheck, cors_middleware, trusted_hosts
 from a2a_hub.server.http import base_url, hub_of
 from a2a_hub.server.hub import Hub
 from a2a_hub.server.jsonrpc import rpc
 from a2a_hub.server.lifecycle import Service, run_services
 from a2a_hub.server.llm_api import LLM_ROUTES, HubTokenMiddleware
-from a2a_hub.server.metrics import MetricsMiddleware, RouteLabels, metrics_endpoint
+from a2a_hub.server.metrics import RequestMetrics, RouteLabels, metrics_endpoint
 from a2a_hub.server.retention import Retention
 from a2a_hub.server.scope import HUB_ROUTE
 from a2a_hub.server.shutdown import Drain
@@ -92,6 +95,7 @@ __all__ = [
     "AGENT_ROUTES",
     "SETTINGS_ENV",
     "AgentMount",
+    "HubApp",
     "HubMount",
     "app_from_environment",
     "app_services",
@@ -278,6 +282,18 @@ class AgentMount(Mount):
         return best
 
 
+class HubApp(Starlette):
+    """Starlette with the hub's :class:`~a2a_hub.server.front.Front` (and tracing, when on)
+    outside its middleware stack: :attr:`front` wraps the stack Starlette builds
+    (``ServerErrorMiddleware``, CORS when configured, ``ExceptionMiddleware``, the router)."""
+
+    front: Callable[[ASGIApp], ASGIApp] | None = None
+
+    def build_middleware_stack(self) -> ASGIApp:
+        stack = super().build_middleware_stack()
+        return stack if self.front is None else self.front(stack)
+
+
 async def index(request: Request) -> Response:
     """``GET /``: the hosted agents with their URLs and cards, and the default agent."""
     hub = hub_of(request)
@@ -364,34 +380,35 @@ def create_app(
     if server.ui:  # the web console (server/console/), off with --no-ui
         routes += [HubMount("/ui/api", UI_API_ROUTES, middleware=middleware), *UI_PAGE_ROUTES]
     routes.append(AgentMount("", AGENT_ROUTES, middleware=middleware, claim_unknown=False))
-    outer = [
-        Middleware(
-            MetricsMiddleware,
-            agent_routes=_route_labels(AGENT_ROUTES),
-            record=server.metrics,
-            log_format=server.access_log,
-        ),
-        Middleware(
-            TrustedHostMiddleware,
-            hosts=trusted_hosts(server),
-            origins=list(server.cors_origins),
-            public_url=server.public_url,
-        ),
-        Middleware(ExtensionsMiddleware),
-    ]
     cors = cors_middleware(server)
-    if cors is not None:
-        outer.insert(2, cors)
+    requests = RequestMetrics(
+        agent_routes=_route_labels(AGENT_ROUTES),
+        record=server.metrics,
+        log_format=server.access_log,
+    )
+    hosts = HostCheck(trusted_hosts(server), list(server.cors_origins), server.public_url)
     tracing.configure(server.tracing)
-    if server.tracing != "off":
-        outer.insert(0, Middleware(TracingMiddleware))
-    outer.insert(0, Middleware(DetachedRunner))  # outermost: see server/detached.py
-    app = Starlette(
+    traced = server.tracing != "off"
+    app = HubApp(
         routes=routes,
-        middleware=outer,
+        middleware=[cors] if cors is not None else [],
         lifespan=lifespan,
         exception_handlers={HTTPException: http_exception},
     )
+
+    def front(stack: ASGIApp) -> ASGIApp:
+        outer: ASGIApp = Front(
+            stack,
+            router=app.router,
+            requests=requests,
+            hosts=hosts,
+            cors=cors is not None,
+            caller=plain_caller_middleware(middleware),
+        )
+        # the detached runner outermost (server/detached.py): a stream's rest runs there
+        return DetachedRunner(TracingMiddleware(outer) if traced else outer)
+
+    app.front = front
     app.router.redirect_slashes = False  # errors.http_exception redirects, with a JSON body
     app.state.hub = hub
     app.state.drain = drain

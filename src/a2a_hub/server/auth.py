@@ -277,7 +277,9 @@ class ApiKeyMiddleware(CallerMiddleware):
         agent_id: str | None = scope["path_params"].get("agent_id")
         if agent_id is None:
             agent_id = hub.default_agent_id
-        if key is None and scope["type"] == "websocket" and policy.requires_key(agent_id):
+        if key is None and not policy.requires_key(agent_id):
+            return ANONYMOUS  # what policy.caller answers, without its two coroutines
+        if key is None and scope["type"] == "websocket":
             # the upgrade carries no key: the socket's first frame must (``authenticate``);
             # until then the request has no caller (``caller_of`` refuses it)
             state = scope.setdefault("state", {})

@@ -5,8 +5,10 @@ uvicorn closes a keep-alive connection that idles between requests
 in the middle of its headers, stays open forever: a few hundred of them hold sockets
 and file descriptors until the process runs out.  :class:`HeaderTimeoutProtocol` is
 uvicorn's httptools protocol with one more timer: armed when the connection opens and
-when a request's first byte arrives, cancelled when its headers are complete; when it
-fires the connection is closed.  A request's body and its streamed answer (SSE) are not
+when a request's first byte arrives, disarmed when its headers are complete; when it
+fires with headers still awaited past their deadline the connection is closed (a timer
+left pending by an earlier request moves to the later deadline instead of being cancelled
+and scheduled anew for each request).  A request's body and its streamed answer (SSE) are not
 limited by it.  ``a2a-hub serve`` passes it to uvicorn with :func:`uvicorn_options`.
 
 Both protocols (HTTP and WebSocket) are also trimmed for connections that stay open
@@ -52,6 +54,8 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(config, *args, **kwargs)
         self.header_timer: asyncio.TimerHandle | None = None
+        #: When the awaited headers are late (``None``: none awaited).
+        self.header_deadline: float | None = None
         self.app = _detached_app(config)
         self.pipeline = _Pipeline()  # type: ignore[assignment]
         # set here, not first by uvicorn's on_message_begin: a 30th attribute added later
@@ -66,16 +70,25 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         return timeout
 
     def _arm(self) -> None:
-        if self.header_timeout > 0 and self.header_timer is None:
-            self.header_timer = self.loop.call_later(self.header_timeout, self._headers_late)
+        """Await headers: a timer is scheduled only if none is pending (one left by an
+        earlier request reschedules itself to the new deadline when it fires), so that a
+        busy kept-alive connection does not schedule and cancel one per request."""
+        if self.header_timeout > 0:
+            self.header_deadline = self.loop.time() + self.header_timeout
+            if self.header_timer is None:
+                self.header_timer = self.loop.call_at(self.header_deadline, self._headers_late)
 
     def _disarm(self) -> None:
-        if self.header_timer is not None:
-            self.header_timer.cancel()
-            self.header_timer = None
+        self.header_deadline = None
 
     def _headers_late(self) -> None:
         self.header_timer = None
+        deadline = self.header_deadline
+        if deadline is None:
+            return  # the headers came; the next request arms a timer again
+        if self.loop.time() < deadline:  # a later request's headers: wait for them
+            self.header_timer = self.loop.call_at(deadline, self._headers_late)
+            return
         if not self.transport.is_closing():
             log.debug(
                 "closed %s: no complete request headers within %gs",
@@ -90,7 +103,10 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
+        self.header_deadline = None
+        if self.header_timer is not None:
+            self.header_timer.cancel()
+            self.header_timer = None
         super().connection_lost(exc)
 
     def on_message_begin(self) -> None:

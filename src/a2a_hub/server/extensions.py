@@ -15,33 +15,38 @@ says.  They reach the executor as ``ctx.extensions`` and are echoed back in the 
 ``ExtensionSupportRequiredError`` (-32008, HTTP 400, gRPC ``FAILED_PRECONDITION``).
 Reading tasks (get, list, cancel, subscribe) needs no extension.
 
-The HTTP bindings learn the request's header through :class:`ExtensionsMiddleware`, which
-keeps it for the request in a context variable and adds the response header; the gRPC
+The HTTP bindings learn the request's header through the app's front
+(:mod:`a2a_hub.server.front`), which keeps it for the request in a context variable
+(:func:`serving`) and adds the response header (:meth:`RequestExtensions.echo`); the gRPC
 binding passes the metadata to :func:`activate` itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
-from typing import Any
 
 from a2a_hub.protocol.errors import ExtensionSupportRequiredError
 from a2a_hub.server.hosted import HostedAgent, declared_extensions
 
 __all__ = [
     "HEADER",
-    "ExtensionsMiddleware",
+    "HEADER_KEYS",
+    "RequestExtensions",
     "activate",
     "activate_for_request",
     "declared_extensions",
     "parse",
+    "requested_by",
+    "served",
+    "serving",
 ]
 
 #: The service parameter (HTTP header; gRPC metadata key in lower case).
 HEADER = "A2A-Extensions"
-_HEADER_KEYS = (b"a2a-extensions", b"x-a2a-extensions")
+#: The request headers naming them (the 0.3 name too), as ASGI spells them.
+HEADER_KEYS = (b"a2a-extensions", b"x-a2a-extensions")
 _NONE: frozenset[str] = frozenset()
 
 
@@ -70,12 +75,20 @@ def activate(agent: HostedAgent, requested: frozenset[str]) -> frozenset[str]:
 
 
 @dataclass(slots=True)
-class _RequestExtensions:
+class RequestExtensions:
+    """The extensions an HTTP request asks for, and those its sends activated."""
+
     requested: frozenset[str]
     activated: set[str] = field(default_factory=set)
 
+    def echo(self) -> tuple[bytes, bytes] | None:
+        """The response's ``A2A-Extensions`` header: the activated ones (``None``: none)."""
+        if not self.activated:
+            return None
+        return (b"a2a-extensions", ",".join(sorted(self.activated)).encode())
 
-_current: ContextVar[_RequestExtensions | None] = ContextVar("a2a_extensions", default=None)
+
+_current: ContextVar[RequestExtensions | None] = ContextVar("a2a_extensions", default=None)
 
 
 def activate_for_request(agent: HostedAgent) -> frozenset[str]:
@@ -87,36 +100,19 @@ def activate_for_request(agent: HostedAgent) -> frozenset[str]:
     return activated
 
 
-class ExtensionsMiddleware:
-    """ASGI middleware: reads ``A2A-Extensions`` and echoes the activated ones.
+def requested_by(headers: Iterable[tuple[bytes, bytes]]) -> RequestExtensions | None:
+    """What a request's ASGI headers ask for (``A2A-Extensions`` and ``X-A2A-Extensions``,
+    every value), or ``None`` without the header."""
+    values = [v.decode("latin-1") for k, v in headers if k in HEADER_KEYS]
+    return RequestExtensions(parse(values)) if values else None
 
-    Requests without the header pass straight through.
-    """
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+def serving(current: RequestExtensions) -> Token[RequestExtensions | None]:
+    """Make ``current`` the request's extensions for the sends it serves (until
+    :func:`served` with the token)."""
+    return _current.set(current)
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        values = [v.decode("latin-1") for k, v in scope["headers"] if k in _HEADER_KEYS]
-        if not values:
-            await self.app(scope, receive, send)
-            return
-        current = _RequestExtensions(parse(values))
 
-        async def send_echo(message: Any) -> None:
-            if message["type"] == "http.response.start" and current.activated:
-                headers = [
-                    *message.get("headers", ()),
-                    (b"a2a-extensions", ",".join(sorted(current.activated)).encode()),
-                ]
-                message = {**message, "headers": headers}
-            await send(message)
-
-        token = _current.set(current)
-        try:
-            await self.app(scope, receive, send_echo)
-        finally:
-            _current.reset(token)
+def served(token: Token[RequestExtensions | None]) -> None:
+    """The request that :func:`serving` began has been answered."""
+    _current.reset(token)

@@ -1,14 +1,14 @@
 """Cross-site and host safety: the ``Host`` headers served, and CORS for browser callers.
 
 A hub answers with its own URL in cards and the index (cached publicly), and a local hub is
-reachable by any web page the user opens.  :class:`TrustedHostMiddleware` refuses a request
-whose ``Host`` is not one of :func:`trusted_hosts` (400, a JSON error body, or a closed
+reachable by any web page the user opens.  :class:`HostCheck` (asked by the app's front) refuses
+a request whose ``Host`` is not one of :func:`trusted_hosts` (400, a JSON error body, or a closed
 WebSocket), which defeats DNS rebinding and keeps forged hosts out of cards and caches.
 CORS (:func:`cors_middleware`) is off unless ``cors_origins`` lists origins; the JSON-RPC
 binding's JSON-only ``Content-Type`` (``server/jsonrpc.py``) makes every cross-site call a
 preflighted one.  Two things a page can do without any preflight remain: a bodiless
 ``POST`` (REST ``:cancel``) and a WebSocket upgrade (browsers apply no CORS to those); the
-same middleware refuses both, and every other changing request, when its ``Origin`` is
+same check refuses both, and every other changing request, when its ``Origin`` is
 another site's and not listed in ``cors_origins`` (:func:`same_origin`).  Without CORS a
 browser on another origin cannot change anything on the hub.
 """
@@ -21,14 +21,12 @@ from urllib.parse import urlsplit
 
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from a2a_hub.protocol.errors import A2AError, InvalidRequestError, PermissionDeniedError
-from a2a_hub.server.errors import refuse
 from a2a_hub.settings import ServerSettings
 
 __all__ = [
-    "TrustedHostMiddleware",
+    "HostCheck",
     "cors_middleware",
     "host_allowed",
     "same_origin",
@@ -108,63 +106,65 @@ def same_origin(origin: str, host: str, public_url: str | None = None) -> bool:
     return False
 
 
-class TrustedHostMiddleware:
-    """Refuse a request whose ``Host`` is not served (400 JSON / WebSocket close 1008), and
-    a browser's cross-site request that would change something.
+class HostCheck:
+    """Which requests the host and origin rules refuse: a ``Host`` that is not served (400
+    JSON / WebSocket close 1008), and a browser's cross-site request that would change
+    something (403).
 
     A request without a ``Host`` header (HTTP/1.0) names no host and is served.  A
     ``POST``/``PUT``/``PATCH``/``DELETE`` or a WebSocket upgrade whose ``Origin`` is another
     site's, not listed in ``cors_origins``, is refused with 403: a page may send a bodiless
     ``POST`` (a REST ``:cancel``) or open a WebSocket (browsers apply no CORS to those)
     without a preflight.  Requests without ``Origin`` (every non-browser client) pass.
+    The app's front (:mod:`a2a_hub.server.front`) asks it for every HTTP request and
+    WebSocket upgrade; the ``Host`` values already judged are remembered.
     """
 
     def __init__(
-        self,
-        app: ASGIApp,
-        hosts: list[str],
-        origins: list[str] | None = None,
-        public_url: str | None = None,
+        self, hosts: list[str], origins: list[str] | None = None, public_url: str | None = None
     ) -> None:
-        self.app = app
         self.hosts = hosts
         self.any = "*" in hosts
         self.origins = {o.rstrip("/").lower() for o in origins or []}
         self.public_url = public_url
+        self._judged: dict[bytes, bool] = {}
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind not in ("http", "websocket"):
-            await self.app(scope, receive, send)
-            return
-        host = origin = None
-        for name, value in scope["headers"]:
-            if name == b"host":
-                host = value.decode("latin-1")
-            elif name == b"origin":
-                origin = value.decode("latin-1")
-        if host is not None and not self.any and not host_allowed(host, self.hosts):
-            shown = host[:100]
+    def host_ok(self, host: bytes) -> bool:
+        """Whether a ``Host`` header value is served."""
+        if self.any:
+            return True
+        known = self._judged.get(host)
+        if known is None:
+            known = host_allowed(host.decode("latin-1"), self.hosts)
+            if len(self._judged) >= 1024:  # forged hosts must not grow it without bound
+                self._judged.clear()
+            self._judged[host] = known
+        return known
+
+    def refusal(
+        self, kind: str, method: str | None, host: bytes | None, origin: bytes | None
+    ) -> A2AError | None:
+        """The error refusing a request with these ``Host`` and ``Origin`` values, if any."""
+        if host is not None and not self.host_ok(host):
+            shown = host.decode("latin-1")[:100]
             log.debug("refused Host %r (trusted_hosts: %s)", shown, ", ".join(self.hosts))
-            err: A2AError = InvalidRequestError(
+            return InvalidRequestError(
                 f"Host {shown!r} is not served here; add it to the trusted_hosts setting "
                 "(A2A_HUB_TRUSTED_HOSTS) or reach the hub by a trusted name",
                 data={"host": shown},
             )
-            await refuse(scope, receive, send, err)
-            return
-        unsafe = kind == "websocket" or scope["method"] in _UNSAFE_METHODS
-        if origin is not None and unsafe and not self._origin_allowed(origin, host):
-            shown = origin[:100]
-            log.debug("refused cross-site %s from Origin %r", kind, shown)
-            err = PermissionDeniedError(
-                f"cross-site request from Origin {shown!r} refused; list it in the "
-                "cors_origins setting (A2A_HUB_CORS_ORIGINS) to allow it",
-                data={"origin": shown},
-            )
-            await refuse(scope, receive, send, err)
-            return
-        await self.app(scope, receive, send)
+        if origin is None or (kind == "http" and method not in _UNSAFE_METHODS):
+            return None
+        seen = origin.decode("latin-1")
+        if self._origin_allowed(seen, None if host is None else host.decode("latin-1")):
+            return None
+        shown = seen[:100]
+        log.debug("refused cross-site %s from Origin %r", kind, shown)
+        return PermissionDeniedError(
+            f"cross-site request from Origin {shown!r} refused; list it in the "
+            "cors_origins setting (A2A_HUB_CORS_ORIGINS) to allow it",
+            data={"origin": shown},
+        )
 
     def _origin_allowed(self, origin: str, host: str | None) -> bool:
         if "*" in self.origins or origin.rstrip("/").lower() in self.origins:

@@ -7,15 +7,26 @@ found, or not, at once.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from urllib.parse import quote
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from a2a_hub import metrics
 from a2a_hub.protocol.errors import PayloadTooLargeError
 from a2a_hub.server.hub import HostedAgent, Hub
 
-__all__ = ["a2a_version", "agent_of", "base_url", "hub_of", "is_json", "read_body"]
+__all__ = [
+    "a2a_version",
+    "agent_of",
+    "base_url",
+    "first_values",
+    "hub_of",
+    "is_json",
+    "read_body",
+    "receive_body",
+    "version_in",
+]
 
 
 def hub_of(request: Request) -> Hub:
@@ -66,6 +77,55 @@ def is_json(content_type: str | None) -> bool:
 def a2a_version(request: Request) -> str | None:
     """The ``A2A-Version`` header, or the query parameter of that name."""
     return request.headers.get("a2a-version") or request.query_params.get("A2A-Version")
+
+
+def first_values(headers: Iterable[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+    """An ASGI header list as a dict, the first value of a repeated name winning (as
+    ``request.headers.get`` does)."""
+    return dict(reversed(list(headers)))
+
+
+def version_in(request: Request, headers: Mapping[bytes, bytes]) -> str | None:
+    """:func:`a2a_version` from headers already read (:func:`first_values`)."""
+    found = headers.get(b"a2a-version")
+    if found:
+        return found.decode("latin-1")
+    if not request.scope.get("query_string"):
+        return None
+    return request.query_params.get("A2A-Version")
+
+
+async def receive_body(request: Request, limit: int, length: bytes | None) -> bytes:
+    """:func:`read_body` straight from the ASGI ``receive`` (``length``: the request's
+    ``Content-Length`` header); the body is kept on ``request`` for whoever asks later."""
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise _too_large(int(length), limit)
+    checked = length is not None and length.isdigit()
+    receive = request.receive
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        kind = message["type"]
+        if kind == "http.request":
+            chunk: bytes = message.get("body", b"")
+            if not message.get("more_body", False):
+                if not chunks:
+                    body = chunk
+                    break
+                chunks.append(chunk)
+                body = b"".join(chunks)
+                break
+            size += len(chunk)
+            if not checked and size > limit:
+                raise _too_large(size, limit)
+            chunks.append(chunk)
+        elif kind == "http.disconnect":
+            raise ClientDisconnect()
+    if not checked and len(body) > limit:
+        raise _too_large(len(body), limit)
+    request._body = body  # Request.body() answers it from now on
+    return body
 
 
 async def read_body(request: Request, limit: int) -> bytes:

@@ -18,7 +18,7 @@ when it is there, in place of the message id (:mod:`a2a_hub.engine.claims`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
@@ -56,14 +56,30 @@ from a2a_hub.protocol.types import (
 from a2a_hub.server.caller import caller_of
 from a2a_hub.server.errors import JSON, WWW_AUTHENTICATE, encode_error, protocol_error
 from a2a_hub.server.extensions import activate_for_request
-from a2a_hub.server.http import a2a_version, agent_of, hub_of, is_json, read_body
+from a2a_hub.server.http import (
+    agent_of,
+    first_values,
+    hub_of,
+    is_json,
+    receive_body,
+    version_in,
+)
 from a2a_hub.server.hub import HostedAgent
 from a2a_hub.server.legacy_ids import client_view, stored_id
 from a2a_hub.server.scope import SERVED_VERSIONS, VERSION_KEY
 from a2a_hub.server.sse import SseReply, encoded_event, sse_response
 from a2a_hub.stores.base import TaskEvent
 
-__all__ = ["Answer", "Call", "check_content_type", "handle", "resolve_family", "rpc"]
+__all__ = [
+    "Answer",
+    "Call",
+    "HttpAnswer",
+    "answer",
+    "check_content_type",
+    "handle",
+    "resolve_family",
+    "rpc",
+]
 
 
 @dataclass(slots=True)
@@ -581,8 +597,23 @@ _FAMILIES: dict[str, dict[str, Handler]] = {
 }
 
 
+#: What :func:`resolve_family` found for the (version, method) pairs seen (most
+#: requests repeat a handful of them).
+_resolved: dict[tuple[str | None, str], tuple[str, Handler]] = {}
+
+
 def resolve_family(version: str | None, method: str) -> tuple[str, Handler]:
     """Pick the protocol family and handler for a method under an ``A2A-Version`` value."""
+    found = _resolved.get((version, method))
+    if found is None:
+        found = _resolve(version, method)
+        if len(_resolved) >= 256:  # odd versions and methods must not grow it without bound
+            _resolved.clear()
+        _resolved[version, method] = found
+    return found
+
+
+def _resolve(version: str | None, method: str) -> tuple[str, Handler]:
     if version:
         family = _family_of(version)
     elif method in V10:
@@ -715,14 +746,25 @@ async def handle(
         return Answer(encode_error(req_id, err, family or "1.0"), err, family)
 
 
-async def rpc(request: Request) -> Response:
-    """``POST`` on an agent's URL (or the root alias): one JSON-RPC request, any version.
+class HttpAnswer(NamedTuple):
+    """What :func:`answer` made of one JSON-RPC ``POST``: the HTTP status, the JSON body (or
+    the stream of a streaming method) and the headers to add to the JSON's own."""
+
+    status: int
+    reply: bytes | SseReply
+    headers: list[tuple[bytes, bytes]]
+
+
+async def answer(request: Request, headers: Mapping[bytes, bytes]) -> HttpAnswer:
+    """``POST`` on an agent's URL (or the root alias): one JSON-RPC request, any version,
+    ``headers`` being the request's (:func:`~a2a_hub.server.http.first_values`).
 
     A request refused before its body is parsed (no such agent, a body over the
     limit, a Content-Type that is not JSON) gets the error's HTTP status; after that
     every error is a JSON-RPC error object with HTTP 200 (:func:`handle`), except a missing
     credential (401 with ``WWW-Authenticate``, e.g. ``GetExtendedAgentCard`` without a key).
-    Never raises.
+    Never raises.  :func:`rpc` is its Starlette endpoint; the app's front calls it directly
+    (:mod:`a2a_hub.server.front`).
     """
     hub = hub_of(request)
     req_id: str | int | None = None
@@ -730,42 +772,60 @@ async def rpc(request: Request) -> Response:
     try:
         agent = agent_of(request, hub)
         where = f"agent {agent.id}"
-        body = await read_body(request, hub.settings.server.max_body_bytes)
-        version = a2a_version(request)
-        try:
-            check_content_type(request.headers.get("content-type"))
-        except ContentTypeNotSupportedError:
-            req_id = _readable_id(body)
-            raise
+        body = await receive_body(
+            request, hub.settings.server.max_body_bytes, headers.get(b"content-length")
+        )
+        version = version_in(request, headers)
+        content_type = headers.get(b"content-type")
+        if content_type != b"application/json":
+            try:
+                check_content_type(None if content_type is None else content_type.decode("latin-1"))
+            except ContentTypeNotSupportedError:
+                req_id = _readable_id(body)
+                raise
         caller = caller_of(request)
     except Exception as exc:
         err = protocol_error(exc, where)
-        return _json_response(encode_error(req_id, err, "1.0"), err.http_status, err)
-    answer = await handle(
+        return _http_answer(encode_error(req_id, err, "1.0"), err.http_status, err)
+    last_event_id = headers.get(b"last-event-id")
+    idempotency_key = headers.get(b"idempotency-key")
+    answered = await handle(
         body,
         agent,
         version,
         caller,
-        last_event_id=request.headers.get("last-event-id"),
-        idempotency_key=request.headers.get("idempotency-key"),
+        last_event_id=None if last_event_id is None else last_event_id.decode("latin-1"),
+        idempotency_key=None if idempotency_key is None else idempotency_key.decode("latin-1"),
         request=request,
         where=where,
     )
-    if answer.family is not None:
-        request.scope[VERSION_KEY] = answer.family
-    if isinstance(answer.reply, SseReply):
-        return sse_response(answer.reply, hub.settings.server.sse_heartbeat)
+    if answered.family is not None:
+        request.scope[VERSION_KEY] = answered.family
+    if isinstance(answered.reply, SseReply):
+        return HttpAnswer(200, answered.reply, [])
     # a missing credential is a 401 on every binding (the extended card asks for one), a
     # rate limit a 429 with Retry-After
-    error = answer.error
+    error = answered.error
     status = error.http_status if error is not None and error.http_status in (401, 429) else 200
-    return _json_response(answer.reply, status, error)
+    return _http_answer(answered.reply, status, error)
 
 
-def _json_response(body: bytes, status: int, error: A2AError | None = None) -> Response:
-    response = Response(body, status, media_type=JSON)
+def _http_answer(body: bytes, status: int, error: A2AError | None = None) -> HttpAnswer:
     if status == 401:
-        response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
-    elif isinstance(error, RateLimitedError):
-        response.headers["Retry-After"] = error.retry_after_header
+        return HttpAnswer(status, body, [(b"www-authenticate", _CHALLENGE)])
+    if isinstance(error, RateLimitedError):
+        return HttpAnswer(status, body, [(b"retry-after", error.retry_after_header.encode())])
+    return HttpAnswer(status, body, [])
+
+
+_CHALLENGE = WWW_AUTHENTICATE.encode("latin-1")
+
+
+async def rpc(request: Request) -> Response:
+    """The JSON-RPC endpoint (:func:`answer`) as a Starlette endpoint."""
+    answered = await answer(request, first_values(request.scope["headers"]))
+    if isinstance(answered.reply, SseReply):
+        return sse_response(answered.reply, hub_of(request).settings.server.sse_heartbeat)
+    response = Response(answered.reply, answered.status, media_type=JSON)
+    response.raw_headers += answered.headers
     return response

@@ -1,7 +1,7 @@
-"""What the server records: the request middleware, the task watcher and ``GET /metrics``.
+"""What the server records: the requests, the task watcher and ``GET /metrics``.
 
-:class:`MetricsMiddleware` (pure ASGI, the outermost of the hub's own middleware; only
-tracing, when on, wraps it) times every HTTP
+:class:`RequestMetrics` (called by the app's front, :mod:`a2a_hub.server.front`, the
+outermost of the hub's own layers; only tracing, when on, wraps it) records every HTTP
 request by route template, binding, A2A version, method and status, and writes
 the access log (``--access-log off|plain|json``).  Streams are timed by
 :mod:`a2a_hub.server.sse` with their own metrics, not here.
@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from a2a_hub import metrics
 from a2a_hub.server.scope import STREAM_KEY, VERSION_KEY
 
-__all__ = ["MetricsMiddleware", "RouteLabels", "metrics_endpoint"]
+__all__ = ["RequestMetrics", "RouteLabels", "metrics_endpoint"]
 
 #: Endpoint of an agent route -> (its template relative to the agent, its binding).
 RouteLabels = Mapping[Any, tuple[str, str]]
@@ -34,8 +33,9 @@ RouteLabels = Mapping[Any, tuple[str, str]]
 access_log = logging.getLogger("a2a_hub.access")
 
 
-class MetricsMiddleware:
-    """Times each HTTP request into the request histogram and writes the access log.
+class RequestMetrics:
+    """Records each HTTP request into the request histogram and writes the access log;
+    the app's front (:mod:`a2a_hub.server.front`) times the requests and calls :meth:`done`.
 
     ``agent_routes`` labels the requests reaching an agent's endpoints (given by the app,
     which knows its routes); any other request is labelled by its own route, binding
@@ -44,43 +44,24 @@ class MetricsMiddleware:
 
     def __init__(
         self,
-        app: ASGIApp,
         *,
         agent_routes: RouteLabels,
         record: bool = True,
         log_format: str = "off",
     ) -> None:
-        self.app = app
         self.record = record
         self.log_format = log_format
         self._templates = agent_routes
         self._routes: dict[tuple[Any, bool, bool], tuple[str, str]] = {}
-        self._active = record or log_format != "off"
+        #: Whether requests are timed at all (recorded or logged).
+        self.active = record or log_format != "off"
+        #: Whether the access log is written (a request then keeps notes for it).
+        self.logs = log_format != "off"
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self._active or scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        start = time.perf_counter()
-        status = 500
-        notes: dict[str, Any] = {}
-        token = metrics.request_notes.set(notes)
-
-        async def sent(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, sent)
-        finally:
-            metrics.request_notes.reset(token)
-            self._done(scope, status, time.perf_counter() - start, notes)
-
-    def _done(
+    def done(
         self, scope: Scope, status: int, seconds: float, notes: dict[str, Any] | None = None
     ) -> None:
+        """One HTTP request answered with ``status`` after ``seconds``."""
         params = scope.get("path_params") or {}
         endpoint = scope.get("endpoint")
         key = (endpoint, "agent_id" in params, "config_id" in params)

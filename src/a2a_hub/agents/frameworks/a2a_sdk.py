@@ -8,7 +8,8 @@ what the SDK's own ``DefaultRequestHandler`` would hand it:
   metadata), the task id and context id the hub chose, the stored task (its history ending
   with the incoming message, as the SDK's handler keeps it), and a ``ServerCallContext`` whose
   ``user`` is the hub's caller (the API key's principal, or unauthenticated) and whose
-  ``requested_extensions`` are the extensions active for the request;
+  ``requested_extensions`` are the extensions active for the request (made when first read:
+  :class:`HubRequestContext` sets what the SDK's ``RequestContext.__init__`` sets, at once);
 * an ``EventQueue`` (:class:`HubEventQueue`) whose ``enqueue_event`` turns each SDK event
   into the hub's :class:`~a2a_hub.engine.executor.TaskUpdater` call, in order, at once:
   a ``Message`` is the answer (immediate when no task exists, else it completes the task);

@@ -8,7 +8,8 @@ what the SDK's own ``DefaultRequestHandler`` would hand it:
   metadata), the task id and context id the hub chose, the stored task (its history ending
   with the incoming message, as the SDK's handler keeps it), and a ``ServerCallContext`` whose
   ``user`` is the hub's caller (the API key's principal, or unauthenticated) and whose
-  ``requested_extensions`` are the extensions active for the request;
+  ``requested_extensions`` are the extensions active for the request (made when first read:
+  :class:`HubRequestContext` sets what the SDK's ``RequestContext.__init__`` sets, at once);
 * an ``EventQueue`` (:class:`HubEventQueue`) whose ``enqueue_event`` turns each SDK event
   into the hub's :class:`~a2a_hub.engine.executor.TaskUpdater` call, in order, at once:
   a ``Message`` is the answer (immediate when no task exists, else it completes the task);
@@ -38,11 +39,13 @@ from a2a.server.id_generator import UUIDGenerator
 from a2a.types import a2a_pb2 as pb
 
 from a2a_hub.agents.frameworks._sdk_convert import (
-    artifact_from_pb,
-    configuration_to_pb,
+    STATE_FROM_PB,
+    configuration_into_pb,
     message_from_pb,
-    message_to_pb,
+    message_into_pb,
+    parts_from_pb,
     state_from_pb,
+    struct_from_pb,
     task_to_pb,
 )
 from a2a_hub.agents.links import HubLinks
@@ -50,7 +53,7 @@ from a2a_hub.engine.executor import AgentExecutor, RequestContext, TaskUpdater
 from a2a_hub.protocol.types import Message, Task, TaskState
 from a2a_hub.settings import AgentSpec, SettingsError
 
-__all__ = ["HubEventQueue", "SdkExecutor", "adapt"]
+__all__ = ["HubEventQueue", "HubRequestContext", "SdkExecutor", "adapt", "call_context"]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +76,41 @@ class HubUser(User):
         return self._name
 
 
+def call_context(ctx: RequestContext) -> ServerCallContext:
+    """The SDK's ``ServerCallContext`` of a turn: the caller, the active extensions."""
+    # model_construct: the fields are right by construction, pydantic's check is skipped
+    return ServerCallContext.model_construct(
+        user=HubUser(ctx.owner) if ctx.owner is not None else _UNAUTHENTICATED,
+        requested_extensions=set(ctx.extensions),
+        state={"agent_id": ctx.agent_id},
+        tenant="",
+    )
+
+
+class HubRequestContext(SdkRequestContext):
+    """The SDK's ``RequestContext`` of a turn, with what its ``__init__`` sets when given the
+    ids and the task (a test holds the two to the same attributes), set at once; its
+    ``call_context`` is made when first read (most executors never read it)."""
+
+    def __init__(
+        self, ctx: RequestContext, request: pb.SendMessageRequest, task: pb.Task | None
+    ) -> None:  # no super().__init__(): its checks hold by construction, its defaults unused
+        self._hub_ctx = ctx
+        self._params = request
+        self._task_id = ctx.task_id
+        self._context_id = ctx.context_id
+        self._current_task = task
+        self._related_tasks: list[pb.Task] = []
+        self._task_id_generator = _IDS  # never used (the ids are given)
+        self._context_id_generator = _IDS
+
+    def __getattr__(self, name: str) -> Any:  # only for attributes not set yet
+        if name == "_call_context":
+            self._call_context = made = call_context(self._hub_ctx)
+            return made
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
 class HubEventQueue(EventQueue):
     """The SDK executor's event queue: each event becomes a hub updater call, in order."""
 
@@ -88,19 +126,11 @@ class HubEventQueue(EventQueue):
         return message_from_pb(message, task_id=task_id, context_id=self._ctx.context_id)
 
     async def enqueue_event(self, event: Any) -> None:
+        # the usual events first: a TaskUpdater sends statuses and artifacts
         if isinstance(event, pb.TaskStatusUpdateEvent):
             await self._status(event.status)
         elif isinstance(event, pb.TaskArtifactUpdateEvent):
-            art = artifact_from_pb(event.artifact)
-            await self._updater.artifact(
-                art.parts,
-                name=art.name,
-                artifact_id=art.artifact_id or None,
-                append=event.append,
-                last_chunk=event.last_chunk,
-                description=art.description,
-                metadata=art.metadata,
-            )
+            await self._artifact(event.artifact, append=event.append, last_chunk=event.last_chunk)
         elif isinstance(event, pb.Task):
             await self._task(event)
         elif isinstance(event, pb.Message):
@@ -110,6 +140,20 @@ class HubEventQueue(EventQueue):
                 f"an a2a-sdk executor may enqueue a Message, Task, TaskStatusUpdateEvent or "
                 f"TaskArtifactUpdateEvent, not a {type(event).__name__}"
             )
+
+    async def _artifact(
+        self, artifact: pb.Artifact, *, append: bool = False, last_chunk: bool = False
+    ) -> None:
+        # read straight into the updater's call (no intermediate hub Artifact)
+        await self._updater.artifact(
+            parts_from_pb(artifact.parts),
+            name=artifact.name or None,
+            artifact_id=artifact.artifact_id or None,
+            append=append,
+            last_chunk=last_chunk,
+            description=artifact.description or None,
+            metadata=struct_from_pb(artifact),
+        )
 
     async def _task(self, task: pb.Task) -> None:
         """A ``Task`` event: the task exists; its state and artifacts are applied when they
@@ -126,18 +170,11 @@ class HubEventQueue(EventQueue):
         known = {a.artifact_id for a in (before.artifacts or ())} if before else set()
         for artifact in task.artifacts:
             if artifact.artifact_id not in known:
-                art = artifact_from_pb(artifact)
-                await self._updater.artifact(
-                    art.parts,
-                    name=art.name,
-                    artifact_id=art.artifact_id or None,
-                    description=art.description,
-                    metadata=art.metadata,
-                )
+                await self._artifact(artifact)
 
     async def _status(self, status: pb.TaskStatus) -> None:
         self._bound = True
-        state = state_from_pb(status.state)
+        state = STATE_FROM_PB.get(status.state, TaskState.UNSPECIFIED)
         message = self._message(status.message) if status.HasField("message") else None
         updater = self._updater
         if state is TaskState.WORKING:
@@ -183,33 +220,20 @@ class SdkExecutor(AgentExecutor):
             doc.splitlines()[0] if doc else None
         )
 
-    @staticmethod
-    def _call_context(ctx: RequestContext) -> ServerCallContext:
-        # model_construct: the fields are right by construction, pydantic's check is skipped
-        return ServerCallContext.model_construct(
-            user=HubUser(ctx.owner) if ctx.owner is not None else _UNAUTHENTICATED,
-            requested_extensions=set(ctx.extensions),
-            state={"agent_id": ctx.agent_id},
-            tenant="",
-        )
-
     def request_context(self, ctx: RequestContext) -> SdkRequestContext:
         """What the SDK's own request handler would build for this turn."""
-        request = pb.SendMessageRequest(message=message_to_pb(ctx.message))
+        request = pb.SendMessageRequest()
+        message = request.message
+        message_into_pb(ctx.message, message)  # written in place: no copy
+        # as the SDK's RequestContext does with the ids it is given
+        message.task_id = ctx.task_id
+        message.context_id = ctx.context_id
         if ctx.configuration is not None:
-            request.configuration.CopyFrom(configuration_to_pb(ctx.configuration))
+            configuration_into_pb(ctx.configuration, request.configuration)
         if ctx.metadata:
             request.metadata.update(ctx.metadata)
         task = task_to_pb(ctx.task, ctx.history) if ctx.task is not None else None
-        return SdkRequestContext(
-            self._call_context(ctx),
-            request,
-            task_id=ctx.task_id,
-            context_id=ctx.context_id,
-            task=task,
-            task_id_generator=_IDS,  # never used (the ids are given), but made if not given
-            context_id_generator=_IDS,
-        )
+        return HubRequestContext(ctx, request, task)
 
     async def execute(self, ctx: RequestContext, updater: TaskUpdater) -> None:
         await self.sdk_executor.execute(self.request_context(ctx), HubEventQueue(ctx, updater))

@@ -53,9 +53,8 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
 
     def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(config, *args, **kwargs)
-        self.header_timer: asyncio.TimerHandle | None = None
-        #: When the awaited headers are late (``None``: none awaited).
-        self.header_deadline: float | None = None
+        #: The header timer and deadline, one attribute (see ``url`` below).
+        self.headers_due = _HeadersDue()
         self.app = _detached_app(config)
         self.pipeline = _Pipeline()  # type: ignore[assignment]
         # set here, not first by uvicorn's on_message_begin: a 30th attribute added later
@@ -74,20 +73,22 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         earlier request reschedules itself to the new deadline when it fires), so that a
         busy kept-alive connection does not schedule and cancel one per request."""
         if self.header_timeout > 0:
-            self.header_deadline = self.loop.time() + self.header_timeout
-            if self.header_timer is None:
-                self.header_timer = self.loop.call_at(self.header_deadline, self._headers_late)
+            due = self.headers_due
+            due.deadline = self.loop.time() + self.header_timeout
+            if due.timer is None:
+                due.timer = self.loop.call_at(due.deadline, self._headers_late)
 
     def _disarm(self) -> None:
-        self.header_deadline = None
+        self.headers_due.deadline = None
 
     def _headers_late(self) -> None:
-        self.header_timer = None
-        deadline = self.header_deadline
+        due = self.headers_due
+        due.timer = None
+        deadline = due.deadline
         if deadline is None:
             return  # the headers came; the next request arms a timer again
         if self.loop.time() < deadline:  # a later request's headers: wait for them
-            self.header_timer = self.loop.call_at(deadline, self._headers_late)
+            due.timer = self.loop.call_at(deadline, self._headers_late)
             return
         if not self.transport.is_closing():
             log.debug(
@@ -103,11 +104,21 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.header_deadline = None
-        if self.header_timer is not None:
-            self.header_timer.cancel()
-            self.header_timer = None
+        self._stop_header_timer()
         super().connection_lost(exc)
+
+    def _stop_header_timer(self) -> None:
+        due = self.headers_due
+        due.deadline = None
+        if due.timer is not None:
+            due.timer.cancel()
+            due.timer = None
+
+    def handle_websocket_upgrade(self) -> None:
+        # the socket is the WebSocket protocol's from now on: a header timer left pending
+        # would keep this protocol (and all it holds) alive until it fired
+        self._stop_header_timer()
+        super().handle_websocket_upgrade()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -167,6 +178,16 @@ class SlimWebSocketProtocol(WebSocketsSansIOProtocol):
         await super().send(message)
         if self.handshake_complete and getattr(self, "request", None) is not None:
             self.request = self.response = None  # type: ignore[assignment]
+
+
+class _HeadersDue:
+    """A connection's header timer and the deadline it is for (``None``: no headers awaited)."""
+
+    __slots__ = ("deadline", "timer")
+
+    def __init__(self) -> None:
+        self.deadline: float | None = None
+        self.timer: asyncio.TimerHandle | None = None
 
 
 class _WheelTimer:

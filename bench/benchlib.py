@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -14,9 +15,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -285,3 +287,31 @@ def draw_chart() -> str | None:
     if res.returncode != 0:
         return (res.stderr or res.stdout).strip().splitlines()[-1:][0] if res.stderr else "failed"
     return None
+
+
+#: How many connections the scale benches open at once.
+OPEN_PARALLEL = env_int("BENCH_SCALE_OPEN_PARALLEL", 200)
+
+_Opened = TypeVar("_Opened")
+
+
+async def open_many(
+    count: int, open_one: Callable[[int], Awaitable[_Opened]], what: str
+) -> tuple[list[_Opened], int]:
+    """Open ``count`` connections with ``open_one(i)``, ``OPEN_PARALLEL`` at a time;
+    (the open ones, how many failed), the first failure printed."""
+    gate = asyncio.Semaphore(OPEN_PARALLEL)
+    opened: list[_Opened] = []
+    errors: list[str] = []
+
+    async def one(i: int) -> None:
+        async with gate:
+            try:
+                opened.append(await open_one(i))
+            except Exception as exc:
+                errors.append(repr(exc))
+
+    await asyncio.gather(*(one(i) for i in range(count)))
+    if errors:
+        print(f"{len(errors)} {what} failed to open; first: {errors[0]}", file=sys.stderr)
+    return opened, len(errors)

@@ -42,6 +42,7 @@ from benchlib import (
     env_int,
     free_port,
     load_results,
+    open_many,
     proc_cpu_seconds,
     proc_rss_kib,
     raise_fd_limit,
@@ -57,7 +58,6 @@ SUBS = env_int("BENCH_SCALE_SUBS", 10_000)
 TASKS = env_int("BENCH_SCALE_TASKS", 100)
 FANOUT = env_int("BENCH_FANOUT_SUBS", 1_000)
 FANOUT_ROUNDS = env_int("BENCH_FANOUT_ROUNDS", 20)
-OPEN_PARALLEL = env_int("BENCH_SCALE_OPEN_PARALLEL", 200)
 MARK = b"bench-ts="
 PARTS = set(os.environ.get("BENCH_SCALE_PARTS", "idle,fanout").split(","))
 
@@ -194,29 +194,14 @@ async def open_subs(
 ) -> tuple[list[Sub], int]:
     """Open ``count`` subscriptions round-robin over ``task_ids``; (open ones, failures)."""
     loop = asyncio.get_running_loop()
-    gate = asyncio.Semaphore(OPEN_PARALLEL)
-    subs: list[Sub] = []
-    failures = 0
-    first_error = ""
 
-    async def one(i: int) -> None:
-        nonlocal failures, first_error
-        async with gate:
-            request = subscribe_request(task_ids[i % len(task_ids)])
-            try:
-                _, sub = await loop.create_connection(
-                    lambda: Sub(request, tally), "127.0.0.1", port
-                )
-                await asyncio.wait_for(sub.ready, 30)
-                subs.append(sub)
-            except Exception as exc:
-                failures += 1
-                first_error = first_error or repr(exc)
+    async def one(i: int) -> Sub:
+        request = subscribe_request(task_ids[i % len(task_ids)])
+        _, sub = await loop.create_connection(lambda: Sub(request, tally), "127.0.0.1", port)
+        await asyncio.wait_for(sub.ready, 30)
+        return sub
 
-    await asyncio.gather(*(one(i) for i in range(count)))
-    if failures:
-        console.print(f"[red]{failures} subscriptions failed to open; first: {first_error}")
-    return subs, failures
+    return await open_many(count, one, "subscriptions")
 
 
 def hub_scale_server() -> Server:

@@ -45,6 +45,7 @@ from benchlib import (
     env_float,
     env_int,
     load_results,
+    open_many,
     proc_cpu_seconds,
     proc_rss_kib,
     raise_fd_limit,
@@ -68,7 +69,6 @@ console = Console(width=200)
 
 DURATION = env_float("BENCH_DURATION", 5.0)
 WINDOW = env_int("BENCH_WS_WINDOW", 32)
-OPEN_PARALLEL = env_int("BENCH_SCALE_OPEN_PARALLEL", 200)
 IDLE = env_int("BENCH_WS_IDLE", 10_000)
 PARTS = set(os.environ.get("BENCH_WS_PARTS", "single,fanout,idle").split(","))
 _MASK = b"\x5a\xa5\x3c\xc3"
@@ -298,29 +298,16 @@ async def open_followers(
 ) -> tuple[list[Follower], int]:
     """Open ``count`` sockets following ``task_ids`` round-robin, each once its
     ``sync_state`` is answered; (open ones, failures)."""
-    gate = asyncio.Semaphore(OPEN_PARALLEL)
-    socks: list[Follower] = []
-    failures = 0
-    first_error = ""
 
-    async def one(i: int) -> None:
-        nonlocal failures, first_error
+    async def one(i: int) -> Follower:
         task_id = task_ids[i % len(task_ids)]
         sync = json.dumps({"action": "sync_state", "last_seq": {task_id: 1}})
-        async with gate:
-            try:
-                sock: Follower = await connect(port, "/a2a/waiter/ws", Follower, task_id, delays)
-                sock.send(sync)
-                await asyncio.wait_for(sock.synced, 30)
-                socks.append(sock)
-            except Exception as exc:
-                failures += 1
-                first_error = first_error or repr(exc)
+        sock: Follower = await connect(port, "/a2a/waiter/ws", Follower, task_id, delays)
+        sock.send(sync)
+        await asyncio.wait_for(sock.synced, 30)
+        return sock
 
-    await asyncio.gather(*(one(i) for i in range(count)))
-    if failures:
-        console.print(f"[red]{failures} sockets failed to open; first: {first_error}")
-    return socks, failures
+    return await open_many(count, one, "sockets")
 
 
 async def ws_fanout(count: int, rounds: int) -> dict[str, Any]:

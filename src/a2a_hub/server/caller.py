@@ -46,12 +46,21 @@ from a2a_hub.protocol.errors import A2AError, UnauthenticatedError
 from a2a_hub.server.errors import refuse
 from a2a_hub.server.scope import HUB_ROUTE
 
-__all__ = ["HUB_ROUTE", "KEY_IN_FIRST_FRAME", "CallerMiddleware", "caller_of"]
+__all__ = ["HUB_ROUTE", "KEY_IN_FIRST_FRAME", "CallerMiddleware", "caller_of", "put_caller"]
 
 #: The ``scope["state"]`` flag of a WebSocket upgrade to an agent that requires keys,
 #: made without one: the socket's first frame must carry it, and until then the
 #: request has no caller (:func:`caller_of` refuses it).
 KEY_IN_FIRST_FRAME = "key_in_first_frame"
+
+
+def put_caller(scope: Scope, caller: Caller) -> None:
+    """Record the request's caller where the handlers read it: ``scope["state"]["caller"]``."""
+    state = scope.get("state")
+    if state is None:
+        scope["state"] = {"caller": caller}
+    else:
+        state["caller"] = caller
 
 
 class CallerMiddleware:
@@ -67,11 +76,7 @@ class CallerMiddleware:
             except A2AError as err:
                 await refuse(scope, receive, send, err)
                 return
-            state = scope.get("state")
-            if state is None:
-                scope["state"] = {"caller": caller}
-            else:
-                state["caller"] = caller
+            put_caller(scope, caller)
         await self.app(scope, receive, send)
 
     async def identify(self, scope: Scope) -> Caller:

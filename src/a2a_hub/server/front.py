@@ -41,7 +41,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from a2a_hub import metrics
 from a2a_hub.protocol.errors import A2AError
 from a2a_hub.server import rest
-from a2a_hub.server.caller import CallerMiddleware
+from a2a_hub.server.caller import CallerMiddleware, put_caller
 from a2a_hub.server.errors import JSON, refuse
 from a2a_hub.server.extensions import HEADER_KEYS, RequestExtensions, requested_by, served, serving
 from a2a_hub.server.hosts import HostCheck
@@ -245,11 +245,7 @@ class Front:
                 status[0] = err.http_status
                 await refuse(scope, receive, send, err)
                 return
-            state = scope.get("state")
-            if state is None:
-                scope["state"] = {"caller": caller}
-            else:
-                state["caller"] = caller
+            put_caller(scope, caller)
             request = Request(scope, receive)
             response: Response
             if endpoint is rpc:

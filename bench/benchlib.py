@@ -315,3 +315,39 @@ async def open_many(
     if errors:
         print(f"{len(errors)} {what} failed to open; first: {errors[0]}", file=sys.stderr)
     return opened, len(errors)
+
+
+async def idle_memory(
+    pid: int, open_n: Callable[[int], Awaitable[tuple[list[Any], int]]], count: int
+) -> dict[str, Any]:
+    """What ``count`` idle connections cost server ``pid``: opened with ``open_n(n)`` (the
+    open ones, failures; each with ``close()`` and ``closed``) after a warm-up of 200 that
+    loads their code paths; resident memory before and 3 s after, then the server's CPU
+    over 5 s of idling and how many are still open."""
+    warm, _ = await open_n(min(200, count))
+    for conn in warm:
+        conn.close()
+    await asyncio.sleep(2)
+    rss_before = proc_rss_kib(pid)
+    t0 = time.monotonic()
+    conns, failures = await open_n(count)
+    open_s = time.monotonic() - t0
+    await asyncio.sleep(3)
+    rss_after = proc_rss_kib(pid)
+    cpu0, w0 = proc_cpu_seconds(pid), time.monotonic()
+    await asyncio.sleep(5)
+    idle_cpu = (proc_cpu_seconds(pid) - cpu0) / (time.monotonic() - w0)
+    still_open = sum(1 for conn in conns if not conn.closed)
+    for conn in conns:
+        conn.close()
+    opened = len(conns)
+    return {
+        "opened": opened,
+        "failed": failures,
+        "still_open_after_8s": still_open,
+        "rss_before_kib": rss_before,
+        "rss_after_kib": rss_after,
+        "kib_each": (rss_after - rss_before) / opened if opened else float("nan"),
+        "open_seconds": open_s,
+        "idle_server_cpu": idle_cpu,
+    }

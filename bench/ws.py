@@ -44,10 +44,9 @@ from benchlib import (
     SERVER_CPU,
     env_float,
     env_int,
+    idle_memory,
     load_results,
     open_many,
-    proc_cpu_seconds,
-    proc_rss_kib,
     raise_fd_limit,
     save_results,
 )
@@ -373,34 +372,19 @@ async def idle_part(count: int) -> dict[str, Any]:
         raise RuntimeError(f"server did not start: {why}")
     try:
         task_ids = [await new_waiting_task(server.port) for _ in range(TASKS)]
-        # Warm-up: the code paths of a socket are loaded before the baseline.
-        warm, _ = await open_followers(server.port, task_ids, min(200, count), [])
-        for s in warm:
-            s.close()
-        await asyncio.sleep(2)
-        rss_before = proc_rss_kib(server.pid)
-        t0 = time.monotonic()
-        socks, failures = await open_followers(server.port, task_ids, count, [])
-        open_s = time.monotonic() - t0
-        await asyncio.sleep(3)
-        rss_after = proc_rss_kib(server.pid)
-        cpu0, w0 = proc_cpu_seconds(server.pid), time.monotonic()
-        await asyncio.sleep(5)
-        idle_cpu = (proc_cpu_seconds(server.pid) - cpu0) / (time.monotonic() - w0)
-        still_open = sum(1 for s in socks if not s.closed)
-        for s in socks:
-            s.close()
-        opened = len(socks)
+        found = await idle_memory(
+            server.pid, lambda n: open_followers(server.port, task_ids, n, []), count
+        )
         return {
-            "sockets": opened,
-            "failed": failures,
-            "still_open_after_8s": still_open,
+            "sockets": found["opened"],
+            "failed": found["failed"],
+            "still_open_after_8s": found["still_open_after_8s"],
             "tasks": TASKS,
-            "rss_before_kib": rss_before,
-            "rss_after_kib": rss_after,
-            "kib_per_socket": (rss_after - rss_before) / opened if opened else float("nan"),
-            "open_seconds": open_s,
-            "idle_server_cpu": idle_cpu,
+            "rss_before_kib": found["rss_before_kib"],
+            "rss_after_kib": found["rss_after_kib"],
+            "kib_per_socket": found["kib_each"],
+            "open_seconds": found["open_seconds"],
+            "idle_server_cpu": found["idle_server_cpu"],
         }
     finally:
         server.stop()

@@ -8,7 +8,11 @@ notifications; ``keys`` and ``agents`` (:mod:`.keys`) the registry.
 
 from __future__ import annotations
 
-from typing import Annotated
+import contextlib
+import logging
+import os
+import sys
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -87,4 +91,33 @@ app.add_typer(agents_app, name="agents")
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    try:
+        app()
+    except SystemExit as ending:
+        if _native_threads_loaded():
+            _exit_now(ending.code)
+        raise
+
+
+def _native_threads_loaded() -> bool:
+    """True once Temporal's client ran in this process: its Rust runtime keeps threads
+    that may call into Python while the interpreter finalizes, which aborts it
+    ("Fatal Python error: PyGILState_Release") after the command has said its last word."""
+    return "temporalio.bridge.temporal_sdk_bridge" in sys.modules
+
+
+def _exit_now(code: object) -> NoReturn:
+    """Leave with ``code`` as ``sys.exit`` would, without finalizing the interpreter
+    (the output and the log flushed first)."""
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:
+        print(code, file=sys.stderr)
+        status = 1
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)

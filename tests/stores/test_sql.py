@@ -37,7 +37,12 @@ from a2a_hub.protocol.types import TaskState
 from a2a_hub.stores import LogConflictError, StoredTask, TaskQuery
 from a2a_hub.stores.sql import SCHEMA_VERSION, SqlStore
 from a2a_hub.stores.sql.statements import DELETE_TASK, Statements
-from tests.support.stores import POSTGRES_URL, missing_service
+from tests.support.stores import (
+    POSTGRES_URL,
+    missing_service,
+    until_backends_gone,
+    until_waiting_on_a_lock,
+)
 
 from .test_contract import make_task, push_config, snapshot_event, status_event, with_state
 
@@ -294,20 +299,6 @@ async def test_a_newer_schema_is_refused(database: Database) -> None:
         await database.store().open()
 
 
-async def waiting_on_a_lock(engine: AsyncEngine) -> None:
-    """Until a backend of this database waits for a row lock."""
-    waiting = text(
-        "SELECT count(*) FROM pg_stat_activity "
-        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-    )
-    for _ in range(1000):
-        async with engine.connect() as conn:
-            if (await conn.execute(waiting)).scalar_one():
-                return
-        await asyncio.sleep(0.01)
-    raise AssertionError("nobody waited for the lock")
-
-
 async def test_postgresql_a_push_config_never_outlives_its_task(database: Database) -> None:
     """No foreign key since v10: a push config written while its task is deleted goes with
     it, and one written while the delete is in flight is refused (TaskNotFound)."""
@@ -325,7 +316,7 @@ async def test_postgresql_a_push_config_never_outlives_its_task(database: Databa
         async with engine.connect() as other:
             assert (await other.execute(Statements("postgresql").set_push, config)).rowcount
             deleting = asyncio.ensure_future(store.delete_task("agent", task.id))
-            await waiting_on_a_lock(engine)
+            await until_waiting_on_a_lock(engine)
             await other.commit()
         assert await deleting is True
         assert await store.list_push_configs("agent", task.id) == []
@@ -336,7 +327,7 @@ async def test_postgresql_a_push_config_never_outlives_its_task(database: Databa
             setting = asyncio.ensure_future(
                 store.set_push_config("agent", task.id, push_config("c1"))
             )
-            await waiting_on_a_lock(engine)
+            await until_waiting_on_a_lock(engine)
             await other.commit()
         with pytest.raises(TaskNotFoundError):
             await setting
@@ -372,7 +363,8 @@ async def test_postgresql_saves_go_on_after_the_server_dropped_the_connections()
                 "WHERE application_name = :name"
             )
             assert (await conn.execute(terminate, {"name": name})).scalar_one() >= 1
-        await wait_until_gone(admin, name)
+        await until_backends_gone(admin, name)
+        await asyncio.sleep(0.05)  # and the client's event loop has read the sockets' end
         second = make_task("second")
         await store.save_task(agent_id, second, [snapshot_event(1, second)])
         assert await store.get_task_record(agent_id, second.id) == StoredTask(second, 1, None)
@@ -380,24 +372,14 @@ async def test_postgresql_saves_go_on_after_the_server_dropped_the_connections()
         # Reads and deletes too.
         async with admin.connect() as conn:
             await conn.execute(terminate, {"name": name})
-        await wait_until_gone(admin, name)
+        await until_backends_gone(admin, name)
+        await asyncio.sleep(0.05)  # and the client's event loop has read the sockets' end
         assert await store.get_task(agent_id, first.id) == first
     finally:
         for task_id in ("first", "second"):
             await store.delete_task(agent_id, task_id)
         await store.close()
         await admin.dispose()
-
-
-async def wait_until_gone(engine: AsyncEngine, application_name: str) -> None:
-    """Until no backend of that name is left, and the client has seen its sockets close."""
-    count = text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name")
-    for _ in range(500):
-        async with engine.connect() as conn:  # a fresh snapshot of pg_stat_activity
-            if not (await conn.execute(count, {"name": application_name})).scalar_one():
-                break
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
 
 
 async def test_postgresql_a_save_the_database_refuses_fails_alone() -> None:

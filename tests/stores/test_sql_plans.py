@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from a2a_hub.protocol.types import TaskState
 from a2a_hub.stores.base import MessageClaim
 from a2a_hub.stores.sql import SqlStore
-from tests.support.stores import POSTGRES_URL, missing_service
+from tests.support.stores import POSTGRES_URL, missing_service, until_backends_gone
 
 from .test_contract import make_task, snapshot_event, status_event, with_state
 
@@ -69,17 +69,6 @@ async def _sequential_scans(admin: AsyncEngine, schema: str) -> dict[str, tuple[
     return {name: (int(n), int(read)) for name, n, read in rows if name in HOT_TABLES}
 
 
-async def _until_gone(admin: AsyncEngine, application_name: str) -> None:
-    """Until the store's backends have exited (a backend reports its counts as it exits)."""
-    count = text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name")
-    for _ in range(1000):
-        async with admin.connect() as conn:
-            if not (await conn.execute(count, {"name": application_name})).scalar_one():
-                return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"the store's backends ({application_name}) did not exit")
-
-
 async def test_saves_and_reads_keep_index_plans_on_tables_analyzed_while_empty() -> None:
     schema = f"plans_{uuid.uuid4().hex[:12]}"
     name = f"a2a-plans-{uuid.uuid4().hex[:12]}"
@@ -112,7 +101,7 @@ async def test_saves_and_reads_keep_index_plans_on_tables_analyzed_while_empty()
             sends = range(start, min(start + AT_ONCE, TASKS))
             await asyncio.gather(*(_one_send(store, "agent", i) for i in sends))
         await store.close()  # its backends report their counts as they exit
-        await _until_gone(admin, name)
+        await until_backends_gone(admin, name)
         after = await _sequential_scans(admin, schema)
     finally:
         await store.close()

@@ -8,17 +8,21 @@ when it (or its driver) is missing, except when ``CI=true``: then they fail.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 from a2a_hub.stores import Store, TaskQuery, open_store
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 #: The database the tests name (``A2A_HUB_TEST_POSTGRES_URL``).
 POSTGRES_BASE_URL = os.environ.get(
@@ -210,3 +214,48 @@ async def trim_log(store: Store, agent_id: str, task_id: str, upto: int) -> None
             )
     else:
         raise TypeError(f"{type(store).__name__} cannot be trimmed")
+
+
+async def until_postgres_counts(
+    engine: AsyncEngine,
+    count_sql: str,
+    params: Mapping[str, object],
+    done: Callable[[int], bool],
+    failure: str,
+) -> None:
+    """Until ``done`` holds for what ``count_sql`` counts (each time on a fresh connection:
+    a fresh snapshot of ``pg_stat_activity``), polled every 10 ms; AssertionError with
+    ``failure`` after 1000 polls."""
+    from sqlalchemy import text
+
+    query = text(count_sql)
+    for _ in range(1000):
+        async with engine.connect() as conn:
+            if done((await conn.execute(query, dict(params))).scalar_one()):
+                return
+        await asyncio.sleep(0.01)
+    raise AssertionError(failure)
+
+
+async def until_backends_gone(engine: AsyncEngine, application_name: str) -> None:
+    """Until no PostgreSQL backend of that ``application_name`` is left (terminated, or
+    closed by its client: a backend reports its statistics as it exits)."""
+    await until_postgres_counts(
+        engine,
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = :name",
+        {"name": application_name},
+        lambda n: n == 0,
+        f"the backends of {application_name} did not exit",
+    )
+
+
+async def until_waiting_on_a_lock(engine: AsyncEngine) -> None:
+    """Until a backend of the engine's database waits for a lock."""
+    await until_postgres_counts(
+        engine,
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        {},
+        lambda n: n > 0,
+        "nobody waited for the lock",
+    )

@@ -36,6 +36,7 @@ orphans.install()
 #: of keeping one worker busy at the end.  Where a test lives is unchanged.
 RUN_FIRST = (
     "tests/system/test_durable_process.py",
+    "tests/system/test_workers_process.py",  # one xdist_group: one worker runs it all
     "tests/agents/test_framework_langgraph.py",
     "tests/agents/test_framework_a2a_sdk.py",
     "tests/push/test_push_process.py",

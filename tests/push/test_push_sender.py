@@ -190,13 +190,17 @@ async def test_requests_in_flight_time_out_each_while_others_are_answered(serve:
 async def test_a_cancelled_request_is_cancelled_not_timed_out(serve: Serve) -> None:
     """Cancelling the task sending a request propagates (the timeout's own cancellation is
     told apart from any other)."""
-    receiver = RawReceiver(lambda n: b"")
-    url = await serve(receiver)
+    arrived = asyncio.Event()
+
+    def silent(n: int) -> bytes:
+        arrived.set()
+        return b""
+
+    url = await serve(RawReceiver(silent))
     sender = WebhookSender(WebhookPolicy(["127.0.0.1"]), timeout=0.3)
     try:
         post = asyncio.ensure_future(sender.post(url, b"{}", {}))
-        while not receiver.requests:  # the request is in flight
-            await asyncio.sleep(0.005)
+        await arrived.wait()  # the request is in flight
         post.cancel()
         with pytest.raises(asyncio.CancelledError):
             await post

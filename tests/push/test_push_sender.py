@@ -159,6 +159,56 @@ async def test_a_receiver_that_never_answers_times_out(serve: Serve) -> None:
     assert not outcome.ok and "timed out" in outcome.error
 
 
+async def test_requests_in_flight_time_out_each_while_others_are_answered(serve: Serve) -> None:
+    """One timer checks every request in flight: each silent one times out (within 1.25
+    times the timeout), one answered meanwhile is not disturbed, and the sender stays
+    usable afterwards."""
+    silent = await serve(RawReceiver(lambda n: b""))
+    answering = await serve(RawReceiver(lambda n: OK))
+    sender = WebhookSender(WebhookPolicy(["127.0.0.1"]), timeout=0.4)
+    loop = asyncio.get_running_loop()
+
+    async def timed(url: str) -> tuple[bool, str, float]:
+        start = loop.time()
+        outcome = await sender.post(url, b"{}", {})
+        return outcome.ok, outcome.error, loop.time() - start
+
+    try:
+        first = asyncio.ensure_future(timed(silent))
+        await asyncio.sleep(0.15)  # a second request starts later: its own deadline
+        second = asyncio.ensure_future(timed(silent))
+        answered = await timed(answering)
+        assert answered[0] and not first.done() and not second.done()
+        for ok, error, took in await asyncio.gather(first, second):
+            assert not ok and "timed out" in error
+            assert 0.4 <= took < 0.4 * 1.25 + 1.0  # + slack for a loaded machine
+        assert (await sender.post(answering, b"{}", {})).ok
+    finally:
+        await sender.close()
+
+
+async def test_a_cancelled_request_is_cancelled_not_timed_out(serve: Serve) -> None:
+    """Cancelling the task sending a request propagates (the timeout's own cancellation is
+    told apart from any other)."""
+    arrived = asyncio.Event()
+
+    def silent(n: int) -> bytes:
+        arrived.set()
+        return b""
+
+    url = await serve(RawReceiver(silent))
+    sender = WebhookSender(WebhookPolicy(["127.0.0.1"]), timeout=0.3)
+    try:
+        post = asyncio.ensure_future(sender.post(url, b"{}", {}))
+        await arrived.wait()  # the request is in flight
+        post.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await post
+        assert not sender._due  # nothing left in flight
+    finally:
+        await sender.close()
+
+
 async def test_a_refused_connection_and_garbage_are_failures(
     serve: Serve, sender: WebhookSender
 ) -> None:

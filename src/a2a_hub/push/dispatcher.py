@@ -76,7 +76,7 @@ BACKLOG_EVERY = 5.0
 #: process is busy (requests waiting): the dispatcher then keeps fewer sends in flight.
 BUSY_PASS = 0.002
 #: Sends in flight at most while the process is busy (see :data:`BUSY_PASS`).
-BUSY_CONCURRENCY = 32
+BUSY_CONCURRENCY = 8
 #: Deliveries this dispatcher sent that it remembers (for the console's task page).
 RECENT = 1000
 

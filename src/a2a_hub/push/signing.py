@@ -11,11 +11,17 @@ just before a rotation still verify.  Changes are compare-and-swap: instances
 rotating at once end with one new key, not two.
 
 The private keys are stored as they are: the store is as trusted as the hub.
+
+Signatures are made by libsodium (PyNaCl's ``crypto_sign``), about 20 µs each where
+``cryptography``'s OpenSSL call took about 33 µs on the same machine: a notification's
+largest single cost.  Ed25519 signatures are deterministic, so both give the same
+bytes; ``cryptography`` still holds the key object (JWK, storage, card signatures).
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import functools
 import hashlib
 import json
@@ -33,6 +39,7 @@ from cryptography.hazmat.primitives.serialization import (
     PrivateFormat,
     PublicFormat,
 )
+from nacl.bindings import crypto_sign, crypto_sign_seed_keypair
 
 from a2a_hub.stores.base import MetaStore
 
@@ -49,6 +56,14 @@ DEFAULT_GRACE = 86400.0
 
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
+def _b64_bytes(data: bytes) -> bytes:
+    """Base64url without padding, as bytes (one C call each step: per notification)."""
+    return binascii.b2a_base64(data, newline=False).translate(_URLSAFE).rstrip(b"=")
 
 
 def _unb64(text: str) -> bytes:
@@ -93,6 +108,16 @@ class SigningKey:
         """The encoded JWS header segment of the tokens this key signs."""
         header = {"alg": "EdDSA", "kid": self.kid, "typ": "JWT"}
         return _b64(json.dumps(header, separators=(",", ":")).encode()).encode()
+
+    @functools.cached_property
+    def _sodium_key(self) -> bytes:
+        """The 64-byte secret key libsodium signs with (seed and public key)."""
+        seed = self.private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+        return crypto_sign_seed_keypair(seed)[1]
+
+    def sign(self, data: bytes) -> bytes:
+        """The Ed25519 signature of ``data`` (64 bytes)."""
+        return crypto_sign(data, self._sodium_key)[:64]
 
     @classmethod
     def generate(cls, now: float | None = None) -> SigningKey:
@@ -226,5 +251,5 @@ class SigningKeys:
             taskId=task_id,
             request_body_sha256=body_sha256(body),
         )
-        signing_input = key.header + b"." + _b64(_enc.encode(claims)).encode()
-        return (signing_input + b"." + _b64(key.private.sign(signing_input)).encode()).decode()
+        signing_input = key.header + b"." + _b64_bytes(_enc.encode(claims))
+        return (signing_input + b"." + _b64_bytes(key.sign(signing_input))).decode()

@@ -358,7 +358,7 @@ class PushSettings(Section):
             ge=1,
             metavar="N",
         ),
-    ] = 32
+    ] = 8
 
 
 class AuthSettings(Section):

@@ -11,7 +11,7 @@ import heapq
 import itertools
 import operator
 import time
-from bisect import bisect_right
+from bisect import bisect_right, insort
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -77,8 +77,9 @@ class MemoryStore(Store):
         self._meta: dict[str, bytes] = {}
         #: (agent, owner, message id) -> (when claimed, the encoded claim).
         self._claims: dict[tuple[str, str | None, str], tuple[float, bytes]] = {}
-        #: (agent, task, config) -> the identities of its deliveries (pending or dead).
-        self._queues: dict[tuple[str, str, str], set[tuple[str, str, str, int, bool]]] = {}
+        #: (agent, task, config) -> the identities of its deliveries (pending or dead), in
+        #: order (seq, then snapshot): its first pending one is found without a search.
+        self._queues: dict[tuple[str, str, str], list[tuple[str, str, str, int, bool]]] = {}
         #: (due, tie, identity) of each config's first pending delivery, by due time, so a
         #: claim looks only at what is due; entries left behind by a change are skipped.
         self._heads: list[tuple[float, int, tuple[str, str, str, int, bool]]] = []
@@ -239,10 +240,12 @@ class MemoryStore(Store):
 
     def _head(self, queue_key: tuple[str, str, str]) -> Delivery | None:
         """The first pending (not dead) delivery of a config."""
-        pending = [
-            self._outbox[i] for i in self._queues.get(queue_key, ()) if not self._outbox[i].dead
-        ]
-        return min(pending, key=lambda d: d.order) if pending else None
+        outbox = self._outbox
+        for ident in self._queues.get(queue_key, ()):
+            d = outbox[ident]
+            if not d.dead:
+                return d
+        return None
 
     def _index_head(self, queue_key: tuple[str, str, str]) -> None:
         """Put the config's first pending delivery, at its due time, in the heap."""
@@ -253,20 +256,28 @@ class MemoryStore(Store):
 
     def _add(self, deliveries: Sequence[Delivery]) -> None:
         touched = set()
+        outbox, queues = self._outbox, self._queues
         for d in deliveries:
             ident = (d.agent_id, d.task_id, d.config_id, d.seq, d.snapshot)
-            if ident not in self._outbox:
-                self._outbox[ident] = msgspec.structs.replace(d)
-                self._queues.setdefault(ident[:3], set()).add(ident)
-                touched.add(ident[:3])
+            if ident not in outbox:
+                outbox[ident] = msgspec.structs.replace(d)
+                queue_key = ident[:3]
+                queue = queues.get(queue_key)
+                if queue is None:
+                    queues[queue_key] = [ident]
+                elif queue[-1] < ident:  # in a queue: same config, so by (seq, snapshot)
+                    queue.append(ident)
+                else:
+                    insort(queue, ident)
+                touched.add(queue_key)
         for queue_key in touched:
             self._index_head(queue_key)
 
     def _forget(self, ident: tuple[str, str, str, int, bool]) -> None:
         self._outbox.pop(ident, None)
         queue = self._queues.get(ident[:3])
-        if queue is not None:
-            queue.discard(ident)
+        if queue is not None and ident in queue:
+            queue.remove(ident)
             if not queue:
                 del self._queues[ident[:3]]
             else:

@@ -65,7 +65,16 @@ class Subscription:
     memory.
     """
 
-    __slots__ = ("_waiter", "buffer", "due", "limit", "overflowed", "overflows", "slot")
+    __slots__ = (
+        "_waiter",
+        "buffer",
+        "due",
+        "limit",
+        "listener",
+        "overflowed",
+        "overflows",
+        "slot",
+    )
 
     def __init__(self, limit: int = DEFAULT_BUFFER) -> None:
         self.buffer: list[TaskEvent] = []
@@ -77,6 +86,9 @@ class Subscription:
         #: Loop time at which the current wait ends quietly; its place in the wheel.
         self.due = math.inf
         self.slot: tuple[float, int] | None = None
+        #: Called once (then forgotten) at the next push or wake: a subscriber that is a
+        #: callback while idle, not a waiting coroutine (see :meth:`listen`).
+        self.listener: Callable[[], object] | None = None
 
     def push(self, event: TaskEvent) -> None:
         """Called by the publisher; never blocks, never grows past ``limit``."""
@@ -90,12 +102,24 @@ class Subscription:
         waiter = self._waiter  # wake the subscriber if it waits (as wake() does)
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+        listener = self.listener
+        if listener is not None:
+            self.listener = None
+            listener()
 
     def wake(self) -> None:
         """Wake the subscriber if it waits."""
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+        listener = self.listener
+        if listener is not None:
+            self.listener = None
+            listener()
+
+    def listen(self, listener: Callable[[], object] | None) -> None:
+        """Call ``listener`` once, at the next push or wake (``None``: not any more)."""
+        self.listener = listener
 
     expire = wake  # the wheel's call when ``due`` has come
 
@@ -117,6 +141,7 @@ class Subscription:
 
     def close(self) -> None:
         """Leave the wheel (the subscriber is gone)."""
+        self.listener = None
         if self.slot is not None:
             with contextlib.suppress(RuntimeError):  # no running loop: the entry just expires
                 wheel().disarm(self)

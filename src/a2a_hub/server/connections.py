@@ -19,7 +19,8 @@ outer layers); the per-connection asyncio events wait with a list, not a
 ``deque`` (an empty deque is 600 bytes: its first block); the pipeline of requests
 waiting behind the current one is a list too; a WebSocket's incoming messages wait in
 a :class:`_Inbox` (one list, one future while read) instead of an ``asyncio.Queue``
-(three deques), its handshake's request and response are dropped once sent, and its
+(three deques), its handshake's request and response are dropped once sent (the request's
+headers emptied: websockets' frame parser keeps the request itself), and its
 keep-alive ping is timed by the loop's shared timer wheel (:class:`a2a_hub.engine.pubsub.Wheel`).
 """
 
@@ -33,6 +34,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.datastructures import Headers
 
 from a2a_hub.engine.pubsub import wheel
 from a2a_hub.server.detached import DetachedRunner
@@ -177,6 +179,7 @@ class SlimWebSocketProtocol(WebSocketsSansIOProtocol):
     async def send(self, message: Any) -> None:
         await super().send(message)
         if self.handshake_complete and getattr(self, "request", None) is not None:
+            _release_request(self.request)
             self.request = self.response = None  # type: ignore[assignment]
 
 
@@ -246,6 +249,16 @@ class _Inbox:
 
     def qsize(self) -> int:
         return len(self._items)
+
+
+def _release_request(request: Any) -> None:
+    """Empty the handshake request's headers: websockets' parser keeps the request in a
+    local of the generator that goes on to parse every frame of the connection, so it
+    lives as long as the socket (its headers were about 2 KiB of an idle one).  uvicorn
+    copied them into the ASGI scope before the app ran; nothing reads them after."""
+    headers = getattr(request, "headers", None)
+    if isinstance(headers, Headers):
+        headers.clear()
 
 
 def _slim_event(event: asyncio.Event) -> None:

@@ -57,6 +57,11 @@ class ServerSocket:
         #: (raising the A2AError to refuse with); ``None`` for a socket opened without.
         self.recheck: Callable[[], Awaitable[object]] | None = None
 
+    @property
+    def closed(self) -> bool:
+        """Whether the socket is closed or closing (nothing more is sent)."""
+        return self._closed
+
     async def authorized(self) -> bool:
         """Whether the socket's key still holds (checked before every action: a key
         revoked or expired while the socket is open stops it within the key cache's

@@ -1,0 +1,87 @@
+"""What an idle WebSocket keeps on the server (issue 29): no task per followed task while
+the task is quiet, and not the handshake request's headers."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from websockets.http11 import Request
+
+from a2a_hub import Hub
+from a2a_hub.server.connections import SlimWebSocketProtocol
+from tests.support.agents import Stepper
+from tests.support.hub import LiveServer
+from tests.support.ws import connect, recv, send, until, ws_url
+
+
+def followers_running() -> list[asyncio.Task[Any]]:
+    """The tasks sending a followed task's events now."""
+    return [
+        task
+        for task in asyncio.all_tasks()
+        if getattr(task.get_coro(), "__qualname__", "") == "Follower._pump"
+    ]
+
+
+async def settled(condition: Callable[[], bool]) -> bool:
+    """Whether ``condition`` holds once the loop has run what was ready (5 s at most)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 5
+    while not condition():
+        if loop.time() > deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
+def server_sockets(live: LiveServer) -> list[SlimWebSocketProtocol]:
+    return [
+        conn
+        for conn in live.server.server_state.connections
+        if isinstance(conn, SlimWebSocketProtocol)
+    ]
+
+
+async def test_a_quiet_followed_task_has_no_task_and_its_events_still_come(
+    hub_factory: Callable[..., Hub],
+) -> None:
+    stepper = Stepper()
+    hub = hub_factory({"stepper": stepper})
+    async with LiveServer(hub) as live, connect(ws_url(live, "stepper")) as ws:
+        await send(ws, action="send_message", message_id="m", text="go")
+        await until(ws, lambda e: e.get("status") == "processing")
+        await asyncio.wait_for(stepper.started.wait(), 5)
+        assert await settled(lambda: not followers_running()), "a quiet follower is no task"
+        for text in ("one", "two"):
+            stepper.step(text)  # each event wakes the follower, which sends it and stops
+            event = await until(ws, lambda e: e["event"] == "content_stream")
+            assert event[-1]["chunk"].endswith(text)
+            assert await settled(lambda: not followers_running())
+        stepper.finish()
+        events = await until(ws, lambda e: e["event"] == "message_completed")
+        assert events[-1]["response"]["content"] == "onetwo"
+        await send(ws, action="ping", client_timestamp="t")
+        assert (await recv(ws))["event"] in ("message_status_update", "pong")
+
+
+async def test_an_open_socket_keeps_no_handshake_headers(
+    hub_factory: Callable[..., Hub],
+) -> None:
+    """websockets' parser keeps the handshake request for the socket's life: its headers
+    are emptied once the handshake is answered (uvicorn copied them into the scope)."""
+    hub = hub_factory({"echo": "echo"})
+    async with LiveServer(hub) as live, connect(ws_url(live, "echo")) as ws:
+        await send(ws, action="ping", client_timestamp="t")
+        assert (await recv(ws))["event"] == "pong"
+        (protocol,) = server_sockets(live)
+        kept = [
+            value
+            for value in inspect.getgeneratorlocals(protocol.conn.parser).values()
+            if isinstance(value, Request)
+        ]
+        for request in kept:
+            assert list(request.headers.raw_items()) == []
+        assert getattr(protocol, "request", None) is None

@@ -1,5 +1,6 @@
-"""What an idle WebSocket keeps on the server (issue 29): no task per followed task while
-the task is quiet, and not the handshake request's headers."""
+"""What an idle WebSocket or SSE stream keeps on the server (issue 29): no task per
+followed task while the task is quiet, and not the request's headers (in the ASGI scope
+or, for a WebSocket, in websockets' parser)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 from websockets.http11 import Request
 
 from a2a_hub import Hub
-from a2a_hub.server.connections import SlimWebSocketProtocol
+from a2a_hub.server.connections import HeaderTimeoutProtocol, SlimWebSocketProtocol
 from tests.support.agents import Stepper
 from tests.support.hub import LiveServer
+from tests.support.sse import frames, rpc_body, user_message
 from tests.support.ws import connect, recv, send, until, ws_url
 
 
@@ -85,3 +88,47 @@ async def test_an_open_socket_keeps_no_handshake_headers(
         for request in kept:
             assert list(request.headers.raw_items()) == []
         assert getattr(protocol, "request", None) is None
+        assert protocol.scope["headers"] == []  # the event channel read them at the upgrade
+
+
+async def test_the_json_rpc_subprotocol_keeps_the_upgrade_headers(
+    hub_factory: Callable[..., Hub],
+) -> None:
+    """Its view of the upgrade request (``GetExtendedAgentCard``'s) reads them later."""
+    hub = hub_factory({"echo": "echo"})
+    url = ws_url(hub_server := LiveServer(hub), "echo")
+    async with hub_server as live, connect(url, subprotocols=["a2a.jsonrpc.v1"]) as ws:
+        assert ws.subprotocol == "a2a.jsonrpc.v1"
+        await ws.send('{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}')
+        await recv(ws)
+        (protocol,) = server_sockets(live)
+        assert any(name == b"host" for name, _ in protocol.scope["headers"])
+
+
+async def test_an_open_sse_stream_keeps_no_request_headers(
+    hub_factory: Callable[..., Hub],
+) -> None:
+    stepper = Stepper()
+    hub = hub_factory({"stepper": stepper})
+    body = rpc_body("SendStreamingMessage", {"message": user_message("go")})
+    async with (
+        LiveServer(hub) as live,
+        httpx.AsyncClient(timeout=20) as http,
+        http.stream(
+            "POST", f"{live.url}/a2a/stepper", headers={"A2A-Version": "1.0"}, json=body
+        ) as response,
+    ):
+        events = frames(response)
+        await asyncio.wait_for(anext(events), 5)  # the task: the stream is open
+        await asyncio.wait_for(stepper.started.wait(), 5)
+        streams = [
+            conn
+            for conn in live.server.server_state.connections
+            if isinstance(conn, HeaderTimeoutProtocol) and conn.cycle is not None
+        ]
+        assert len(streams) == 1
+        assert streams[0].scope["headers"] == []
+        stepper.step("a")
+        stepper.finish()
+        rest = [f async for f in events if not f.comment]
+        assert rest[-1].data["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"

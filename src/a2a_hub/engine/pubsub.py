@@ -181,7 +181,7 @@ class Wheel:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.slots: dict[tuple[float, int], set[Timed]] = {}
+        self.slots: dict[tuple[float, int], _Slot] = {}
 
     def arm(self, item: Timed, after: float) -> None:
         """``item.expire()`` in ``after`` seconds (replacing any earlier arming)."""
@@ -212,10 +212,10 @@ class Wheel:
         key = (tick, math.ceil(item.due / tick))
         entries = self.slots.get(key)
         if entries is None:
-            entries = self.slots[key] = set()
+            entries = self.slots[key] = _Slot(key)
             self.loop.call_at(key[0] * key[1], self._fire, key)
         entries.add(item)
-        item.slot = key
+        item.slot = entries.key  # the slot's own key: one tuple per slot, not per entry
 
     def _fire(self, key: tuple[float, int]) -> None:
         ends = key[0] * key[1] + 1e-6
@@ -226,6 +226,16 @@ class Wheel:
                 item.expire()
             elif item.due != math.inf:
                 self._put(item, item.due - self.loop.time())
+
+
+class _Slot(set[Timed]):
+    """The entries of one tick of the :class:`Wheel`, and the tick's key."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: tuple[float, int]) -> None:
+        super().__init__()
+        self.key = key
 
 
 _local = threading.local()

@@ -124,6 +124,8 @@ MAX_SYNC_TASKS = 1000
 _ACTIONS = {"send_message", "cancel_task", "ping", "tool_response", "sync_state", "authenticate"}
 #: Frames that may wait for the worker; one more gets an ``error`` event.
 _INBOX = 64
+#: The close reason of a socket closed for its idle timeout.
+_IDLE_REASON = "idle timeout: send ping to stay connected"
 #: Seconds a socket to a protected agent, opened without a key, has to send it.
 _FIRST_FRAME_TIMEOUT = 10.0
 _enc = msgspec.json.Encoder()
@@ -214,24 +216,12 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     except BaseException:
         _released(sockets, agent.id, key, record)
         raise
-    # the socket's life runs outside the middleware stack (server/detached.py)
-    serve = functools.partial(_serve, connection, sockets, agent.id, key, record)
-    if not detach(websocket.scope, serve):
-        await serve()
-
-
-async def _serve(
-    connection: Connection | RpcConnection,
-    sockets: _Sockets,
-    agent_id: str,
-    key: str | None,
-    record: bool,
-) -> None:
-    """Run an accepted connection until it ends, then release its place in the limits."""
-    try:
+    # its place in the limits is released when it ends
+    connection.on_end = functools.partial(_released, sockets, agent.id, key, record)
+    # the socket's life runs outside the middleware stack (server/detached.py); the event
+    # channel reads no header of the upgrade request from now on (ws_rpc's view of it does)
+    if not detach(websocket.scope, connection.run, headers_done=not rpc):
         await connection.run()
-    finally:
-        _released(sockets, agent_id, key, record)
 
 
 def _released(sockets: _Sockets, agent_id: str, key: str | None, record: bool) -> None:
@@ -360,45 +350,48 @@ class Connection(ServerSocket):
         Frames are read here and run one after the other by a worker, so that a
         client leaving is noticed at once even while an action is busy sending.  The
         worker is a task only while frames wait, and so is each followed task's follower
-        (:mod:`a2a_hub.server.ws_follow`): an idle socket is this one coroutine.
+        (:mod:`a2a_hub.server.ws_follow`): an idle socket is this one coroutine.  The idle
+        timeout is an entry in the loop's shared timer wheel (re-armed by each receive, no
+        timer of its own), which ends the receive through :meth:`expire`.  No local holds
+        the last frame while the next is awaited.
         """
+        message: AsgiMessage | None
         try:
-            # no local holds the last frame while the next is awaited
-            while not self._closed and await self._take(await self._receive()):
-                pass
+            while not self._closed:
+                wheel().arm(self, self.idle_timeout)
+                try:
+                    async with asyncio.timeout(None) as self._receiving:
+                        message = await self.ws.receive()
+                except TimeoutError:
+                    if not self._closed:  # else: cut loose while waiting
+                        await self.close(CLOSE_GOING_AWAY, _IDLE_REASON)
+                    break
+                finally:
+                    self._receiving = None
+                taken, message = await self._take(message), None
+                if not taken:
+                    break
         except (WebSocketDisconnect, RuntimeError):
             self._closed = True
         finally:
-            self._closed = True
-            wheel().disarm(self)
-            worker = self._worker
-            if worker is not None:
-                worker.cancel()
-                with contextlib.suppress(BaseException):
-                    await worker
-            for follower in list(self.followers.values()):
-                await follower.stop()
-            if (
-                not self._close_sent
-                and self.ws.application_state is not WebSocketState.DISCONNECTED
-            ):
-                await self.close(1000, "")
+            try:
+                await self._wind_up()
+            finally:
+                self.ended()
 
-    async def _receive(self) -> AsgiMessage | None:
-        """The next message from the client; ``None`` once it went idle (closed here).
-
-        The idle timeout is an entry in the loop's shared timer wheel (re-armed by each
-        receive, no timer of its own), which ends the receive through :meth:`expire`."""
-        wheel().arm(self, self.idle_timeout)
-        try:
-            async with asyncio.timeout(None) as self._receiving:
-                return await self.ws.receive()
-        except TimeoutError:
-            if not self._closed:  # else: cut loose while waiting
-                await self.close(CLOSE_GOING_AWAY, "idle timeout: send ping to stay connected")
-            return None
-        finally:
-            self._receiving = None
+    async def _wind_up(self) -> None:
+        """Stop the worker and the followers; close the socket unless it is closed."""
+        self._closed = True
+        wheel().disarm(self)
+        worker = self._worker
+        if worker is not None:
+            worker.cancel()
+            with contextlib.suppress(BaseException):
+                await worker
+        for follower in list(self.followers.values()):
+            await follower.stop()
+        if not self._close_sent and self.ws.application_state is not WebSocketState.DISCONNECTED:
+            await self.close(1000, "")
 
     def expire(self) -> None:
         """The wheel's call after ``idle_timeout`` quiet seconds: end the pending receive."""
@@ -407,10 +400,8 @@ class Connection(ServerSocket):
             with contextlib.suppress(RuntimeError):  # already expiring
                 receiving.reschedule(asyncio.get_running_loop().time())
 
-    async def _take(self, message: AsgiMessage | None) -> bool:
+    async def _take(self, message: AsgiMessage) -> bool:
         """Queue a client frame for the worker; False when the socket is done."""
-        if message is None:
-            return False
         if message["type"] == "websocket.disconnect":
             self._closed = True
             return False

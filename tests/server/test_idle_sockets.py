@@ -89,6 +89,19 @@ async def test_an_open_socket_keeps_no_handshake_headers(
             assert list(request.headers.raw_items()) == []
         assert getattr(protocol, "request", None) is None
         assert protocol.scope["headers"] == []  # the event channel read them at the upgrade
+        assert not protocol.conn.available_extensions  # negotiated: no factory kept
+
+
+async def test_a_compressed_socket_still_compresses(hub_factory: Callable[..., Hub]) -> None:
+    """The extension offers are dropped after the handshake, not the extension chosen."""
+    hub = hub_factory({"echo": "echo"})
+    async with LiveServer(hub) as live, connect(ws_url(live, "echo")) as ws:
+        assert [type(e).__name__ for e in ws.protocol.extensions] == ["PerMessageDeflate"]
+        await send(ws, action="ping", client_timestamp="x" * 5000)
+        pong = await recv(ws)
+        assert pong["event"] == "pong" and pong["client_timestamp"] == "x" * 5000
+        (protocol,) = server_sockets(live)
+        assert [type(e).__name__ for e in protocol.conn.extensions] == ["PerMessageDeflate"]
 
 
 async def test_the_json_rpc_subprotocol_keeps_the_upgrade_headers(

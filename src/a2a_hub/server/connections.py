@@ -173,6 +173,10 @@ class SlimWebSocketProtocol(WebSocketsSansIOProtocol):
         if self.handshake_complete and getattr(self, "request", None) is not None:
             _release_request(self.request)
             self.request = self.response = None  # type: ignore[assignment]
+            # the extensions offered were negotiated (the one chosen, if any, is the
+            # connection's ``extensions``): uvicorn's factory for each socket can go
+            if getattr(self.conn, "available_extensions", None):
+                self.conn.available_extensions = []
 
 
 class _HeadersDue:

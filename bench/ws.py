@@ -73,9 +73,9 @@ PARTS = set(os.environ.get("BENCH_WS_PARTS", "single,fanout,idle").split(","))
 _MASK = b"\x5a\xa5\x3c\xc3"
 
 
-def client_frame(text: str, opcode: int = 1) -> bytes:
-    """One masked client frame (RFC 6455 §5.3)."""
-    payload = text.encode()
+def client_frame(text: str | bytes, opcode: int = 1) -> bytes:
+    """One masked client frame (RFC 6455 §5.3): a text, or the bytes of a control frame."""
+    payload = text.encode() if isinstance(text, str) else text
     size = len(payload)
     if size < 126:
         head = struct.pack("!BB", 0x80 | opcode, 0x80 | size)
@@ -144,8 +144,8 @@ class Socket(asyncio.Protocol):
             at = start + size
             if opcode == 1:
                 self.on_frame(payload)
-            elif opcode == 9 and self.transport is not None:  # ping: pong
-                self.transport.write(client_frame(payload.decode("latin-1"), 10))
+            elif opcode == 9 and self.transport is not None:  # ping: pong, same bytes
+                self.transport.write(client_frame(payload, 10))
             elif opcode == 8:
                 self.closed = True
         self.buf = buf[at:]

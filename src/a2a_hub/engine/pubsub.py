@@ -65,7 +65,16 @@ class Subscription:
     memory.
     """
 
-    __slots__ = ("_waiter", "buffer", "due", "limit", "overflowed", "overflows", "slot")
+    __slots__ = (
+        "_waiter",
+        "buffer",
+        "due",
+        "limit",
+        "listener",
+        "overflowed",
+        "overflows",
+        "slot",
+    )
 
     def __init__(self, limit: int = DEFAULT_BUFFER) -> None:
         self.buffer: list[TaskEvent] = []
@@ -77,6 +86,9 @@ class Subscription:
         #: Loop time at which the current wait ends quietly; its place in the wheel.
         self.due = math.inf
         self.slot: tuple[float, int] | None = None
+        #: Called once (then forgotten) at the next push or wake: a subscriber that is a
+        #: callback while idle, not a waiting coroutine (see :meth:`listen`).
+        self.listener: Callable[[], object] | None = None
 
     def push(self, event: TaskEvent) -> None:
         """Called by the publisher; never blocks, never grows past ``limit``."""
@@ -90,12 +102,24 @@ class Subscription:
         waiter = self._waiter  # wake the subscriber if it waits (as wake() does)
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+        listener = self.listener
+        if listener is not None:
+            self.listener = None
+            listener()
 
     def wake(self) -> None:
         """Wake the subscriber if it waits."""
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+        listener = self.listener
+        if listener is not None:
+            self.listener = None
+            listener()
+
+    def listen(self, listener: Callable[[], object] | None) -> None:
+        """Call ``listener`` once, at the next push or wake (``None``: not any more)."""
+        self.listener = listener
 
     expire = wake  # the wheel's call when ``due`` has come
 
@@ -117,6 +141,7 @@ class Subscription:
 
     def close(self) -> None:
         """Leave the wheel (the subscriber is gone)."""
+        self.listener = None
         if self.slot is not None:
             with contextlib.suppress(RuntimeError):  # no running loop: the entry just expires
                 wheel().disarm(self)
@@ -156,7 +181,7 @@ class Wheel:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.slots: dict[tuple[float, int], set[Timed]] = {}
+        self.slots: dict[tuple[float, int], _Slot] = {}
 
     def arm(self, item: Timed, after: float) -> None:
         """``item.expire()`` in ``after`` seconds (replacing any earlier arming)."""
@@ -187,10 +212,10 @@ class Wheel:
         key = (tick, math.ceil(item.due / tick))
         entries = self.slots.get(key)
         if entries is None:
-            entries = self.slots[key] = set()
+            entries = self.slots[key] = _Slot(key)
             self.loop.call_at(key[0] * key[1], self._fire, key)
         entries.add(item)
-        item.slot = key
+        item.slot = entries.key  # the slot's own key: one tuple per slot, not per entry
 
     def _fire(self, key: tuple[float, int]) -> None:
         ends = key[0] * key[1] + 1e-6
@@ -201,6 +226,16 @@ class Wheel:
                 item.expire()
             elif item.due != math.inf:
                 self._put(item, item.due - self.loop.time())
+
+
+class _Slot(set[Timed]):
+    """The entries of one tick of the :class:`Wheel`, and the tick's key."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: tuple[float, int]) -> None:
+        super().__init__()
+        self.key = key
 
 
 _local = threading.local()

@@ -19,6 +19,7 @@ stream ends after a terminal or interrupted state (or an immediate message).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from a2a_hub import metrics
 from a2a_hub.engine.log import LogTrimmedError, TaskLog
@@ -146,8 +147,10 @@ class TaskStream:
             return [await self.log.snapshot(self.task_id)]
         return await self.log.read(self.task_id, after, self.sub.limit)
 
-    async def next(self, idle: float | None = None) -> TaskEvent | None:
-        """The next event; ``None`` after ``idle`` quiet seconds; StopAsyncIteration at the end."""
+    async def next(self, idle: float | None = None, *, wait: bool = True) -> TaskEvent | None:
+        """The next event; ``None`` after ``idle`` quiet seconds, or at once with ``wait``
+        false when it would wait for the task's next event here (see :meth:`listen`);
+        StopAsyncIteration at the end."""
         while True:
             if self._done:
                 raise StopAsyncIteration
@@ -174,6 +177,8 @@ class TaskStream:
                 # the task runs in another instance (or nowhere): follow the shared log
                 if await self._follow_remote(idle):
                     continue
+                return None
+            elif not wait:
                 return None
             else:
                 # the mailbox's future, awaited here (no coroutine of its own); its idle
@@ -212,6 +217,14 @@ class TaskStream:
             if fresh:
                 self._pending.extend(fresh)
                 return True
+
+    def listen(self, listener: Callable[[], object] | None) -> None:
+        """After ``next(wait=False)`` returned ``None``: ``listener`` is called once, when
+        an event (or the end) comes; then call :meth:`next` again.  A follower that waits
+        this way is a callback, not a suspended coroutine (and no task).  The listener is
+        called by the publisher: it must not publish, nor close a stream."""
+        if not self._closed:
+            self.sub.listen(listener)
 
     @property
     def ready(self) -> bool:

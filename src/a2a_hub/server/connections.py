@@ -4,12 +4,15 @@ uvicorn closes a keep-alive connection that idles between requests
 (``timeout_keep_alive``), but a connection that sends nothing after it opens, or stops
 in the middle of its headers, stays open forever: a few hundred of them hold sockets
 and file descriptors until the process runs out.  :class:`HeaderTimeoutProtocol` is
-uvicorn's httptools protocol with one more timer: armed when the connection opens and
+uvicorn's httptools protocol with one more deadline: armed when the connection opens and
 when a request's first byte arrives, disarmed when its headers are complete; when it
-fires with headers still awaited past their deadline the connection is closed (a timer
-left pending by an earlier request moves to the later deadline instead of being cancelled
-and scheduled anew for each request).  A request's body and its streamed answer (SSE) are not
-limited by it.  ``a2a-hub serve`` passes it to uvicorn with :func:`uvicorn_options`.
+comes with headers still awaited the connection is closed.  The deadline is an entry in
+the loop's shared timer wheel (:class:`a2a_hub.engine.pubsub.Wheel`: no loop timer per
+connection; a connection may be closed up to a tick, a second for 8 s or more, late), left
+in its slot when the headers come and moved on by the next request (a busy kept-alive
+connection does not leave and re-enter the wheel per request).  A request's body and its
+streamed answer (SSE) are not limited by it.  ``a2a-hub serve`` passes it to uvicorn
+with :func:`uvicorn_options`.
 
 Both protocols (HTTP and WebSocket) are also trimmed for connections that stay open
 (idle SSE subscriptions and WebSockets, issue 29): the app they call is wrapped in
@@ -19,7 +22,8 @@ outer layers); the per-connection asyncio events wait with a list, not a
 ``deque`` (an empty deque is 600 bytes: its first block); the pipeline of requests
 waiting behind the current one is a list too; a WebSocket's incoming messages wait in
 a :class:`_Inbox` (one list, one future while read) instead of an ``asyncio.Queue``
-(three deques), its handshake's request and response are dropped once sent, and its
+(three deques), its handshake's request and response are dropped once sent (the request's
+headers emptied: websockets' frame parser keeps the request itself), and its
 keep-alive ping is timed by the loop's shared timer wheel (:class:`a2a_hub.engine.pubsub.Wheel`).
 """
 
@@ -33,6 +37,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.datastructures import Headers
 
 from a2a_hub.engine.pubsub import wheel
 from a2a_hub.server.detached import DetachedRunner
@@ -53,8 +58,8 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
 
     def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(config, *args, **kwargs)
-        #: The header timer and deadline, one attribute (see ``url`` below).
-        self.headers_due = _HeadersDue()
+        #: The header deadline, one attribute (see ``url`` below).
+        self.headers_due = _HeadersDue(self)
         self.app = _detached_app(config)
         self.pipeline = _Pipeline()  # type: ignore[assignment]
         # set here, not first by uvicorn's on_message_begin: a 30th attribute added later
@@ -69,27 +74,19 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         return timeout
 
     def _arm(self) -> None:
-        """Await headers: a timer is scheduled only if none is pending (one left by an
-        earlier request reschedules itself to the new deadline when it fires), so that a
-        busy kept-alive connection does not schedule and cancel one per request."""
+        """Await headers: the connection's entry in the loop's timer wheel (one loop timer
+        per tick shared by every connection, no timer each) is due ``header_timeout`` from
+        now; an entry still in the wheel (a busy kept-alive connection) only moves."""
         if self.header_timeout > 0:
-            due = self.headers_due
-            due.deadline = self.loop.time() + self.header_timeout
-            if due.timer is None:
-                due.timer = self.loop.call_at(due.deadline, self._headers_late)
+            wheel().arm(self.headers_due, self.header_timeout)
 
     def _disarm(self) -> None:
-        self.headers_due.deadline = None
+        # the headers came: the entry stays in its slot until that tick, and goes then
+        # (a busy kept-alive connection does not leave and re-enter the wheel per request)
+        self.headers_due.due = math.inf
 
     def _headers_late(self) -> None:
-        due = self.headers_due
-        due.timer = None
-        deadline = due.deadline
-        if deadline is None:
-            return  # the headers came; the next request arms a timer again
-        if self.loop.time() < deadline:  # a later request's headers: wait for them
-            due.timer = self.loop.call_at(deadline, self._headers_late)
-            return
+        """The wheel's call when headers were awaited past their deadline: close."""
         if not self.transport.is_closing():
             log.debug(
                 "closed %s: no complete request headers within %gs",
@@ -108,15 +105,12 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def _stop_header_timer(self) -> None:
-        due = self.headers_due
-        due.deadline = None
-        if due.timer is not None:
-            due.timer.cancel()
-            due.timer = None
+        if self.headers_due.slot is not None:
+            wheel().disarm(self.headers_due)
 
     def handle_websocket_upgrade(self) -> None:
-        # the socket is the WebSocket protocol's from now on: a header timer left pending
-        # would keep this protocol (and all it holds) alive until it fired
+        # the socket is the WebSocket protocol's from now on: a header deadline left in
+        # the wheel would keep this protocol (and all it holds) alive until its tick
         self._stop_header_timer()
         super().handle_websocket_upgrade()
 
@@ -177,17 +171,27 @@ class SlimWebSocketProtocol(WebSocketsSansIOProtocol):
     async def send(self, message: Any) -> None:
         await super().send(message)
         if self.handshake_complete and getattr(self, "request", None) is not None:
+            _release_request(self.request)
             self.request = self.response = None  # type: ignore[assignment]
+            # the extensions offered were negotiated (the one chosen, if any, is the
+            # connection's ``extensions``): uvicorn's factory for each socket can go
+            if getattr(self.conn, "available_extensions", None):
+                self.conn.available_extensions = []
 
 
 class _HeadersDue:
-    """A connection's header timer and the deadline it is for (``None``: no headers awaited)."""
+    """A connection's header deadline: its entry in the loop's timer wheel (``due`` is
+    ``inf`` while no headers are awaited)."""
 
-    __slots__ = ("deadline", "timer")
+    __slots__ = ("due", "protocol", "slot")
 
-    def __init__(self) -> None:
-        self.deadline: float | None = None
-        self.timer: asyncio.TimerHandle | None = None
+    def __init__(self, protocol: HeaderTimeoutProtocol) -> None:
+        self.protocol = protocol
+        self.due = math.inf
+        self.slot: tuple[float, int] | None = None
+
+    def expire(self) -> None:
+        self.protocol._headers_late()
 
 
 class _WheelTimer:
@@ -246,6 +250,16 @@ class _Inbox:
 
     def qsize(self) -> int:
         return len(self._items)
+
+
+def _release_request(request: Any) -> None:
+    """Empty the handshake request's headers: websockets' parser keeps the request in a
+    local of the generator that goes on to parse every frame of the connection, so it
+    lives as long as the socket (its headers were about 2 KiB of an idle one).  uvicorn
+    copied them into the ASGI scope before the app ran; nothing reads them after."""
+    headers = getattr(request, "headers", None)
+    if isinstance(headers, Headers):
+        headers.clear()
 
 
 def _slim_event(event: asyncio.Event) -> None:

@@ -20,6 +20,11 @@ the app's own stands aside.  Without a runner around it (an app built otherwise)
 What the layers in between see: a request that ended after its response started.  The
 metrics middleware skips streams anyway (``STREAM_KEY``); its access log and a tracing span
 of a stream end when the stream starts, not when it ends.
+
+A detached rest that reads nothing of the request's headers says so (``headers_done``): the
+runner empties the scope's header list (in place: the copies of the scope the layers made
+share it, and so does uvicorn's, which reads only the client, method and path of it from
+then on) before it runs the rest, so that an idle stream or socket does not keep them.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ __all__ = ["DETACH_KEY", "DetachedRunner", "detach"]
 
 #: Key in ``scope["state"]``: ``None`` while a runner is around, then the detached work.
 DETACH_KEY = "a2a_hub.detached"
+#: Key in ``scope["state"]``: present when the detached work reads no request header.
+_HEADERS_DONE_KEY = "a2a_hub.detached.headers_done"
 
 ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]
 
@@ -53,18 +60,26 @@ class DetachedRunner:
             await self.app(scope, receive, send)
         except BaseException:
             state.pop(DETACH_KEY, None)
+            state.pop(_HEADERS_DONE_KEY, None)
             raise
         rest = state.pop(DETACH_KEY, None)
         if rest is not None:
+            if state.pop(_HEADERS_DONE_KEY, False):
+                headers = scope.get("headers")
+                if isinstance(headers, list):
+                    headers.clear()
             await rest()
 
 
-def detach(scope: Any, rest: Callable[[], Awaitable[None]]) -> bool:
+def detach(scope: Any, rest: Callable[[], Awaitable[None]], *, headers_done: bool = False) -> bool:
     """Leave ``rest`` to the :class:`DetachedRunner` around the app, to run once the stack
     has returned: ``True``, the caller returns at once; ``False`` (no runner, or something
-    is detached already), the caller runs ``rest`` itself."""
+    is detached already), the caller runs ``rest`` itself.  ``headers_done``: ``rest``
+    reads no request header (the runner empties the scope's list before running it)."""
     state = scope.get("state")
     if state is None or DETACH_KEY not in state or state[DETACH_KEY] is not None:
         return False
     state[DETACH_KEY] = rest
+    if headers_done:
+        state[_HEADERS_DONE_KEY] = True
     return True

@@ -101,7 +101,7 @@ class SseResponse(Response):
                 return  # the client went away
             raise
         self._receive, self._send = receive, send
-        if not detach(scope, self._write):
+        if not detach(scope, self._write, headers_done=True):  # it reads no request header
             await self._write()
 
     async def _write(self) -> None:

@@ -101,6 +101,7 @@ from a2a_hub.server.ws_events import (
     error_event,
     tool_parts,
 )
+from a2a_hub.server.ws_follow import Follower
 from a2a_hub.server.ws_rpc import RPC_SUBPROTOCOL, RpcConnection, error_frame, first_frame_caller
 from a2a_hub.server.ws_socket import (
     CLOSE_GOING_AWAY,
@@ -123,6 +124,8 @@ MAX_SYNC_TASKS = 1000
 _ACTIONS = {"send_message", "cancel_task", "ping", "tool_response", "sync_state", "authenticate"}
 #: Frames that may wait for the worker; one more gets an ``error`` event.
 _INBOX = 64
+#: The close reason of a socket closed for its idle timeout.
+_IDLE_REASON = "idle timeout: send ping to stay connected"
 #: Seconds a socket to a protected agent, opened without a key, has to send it.
 _FIRST_FRAME_TIMEOUT = 10.0
 _enc = msgspec.json.Encoder()
@@ -213,24 +216,12 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     except BaseException:
         _released(sockets, agent.id, key, record)
         raise
-    # the socket's life runs outside the middleware stack (server/detached.py)
-    serve = functools.partial(_serve, connection, sockets, agent.id, key, record)
-    if not detach(websocket.scope, serve):
-        await serve()
-
-
-async def _serve(
-    connection: Connection | RpcConnection,
-    sockets: _Sockets,
-    agent_id: str,
-    key: str | None,
-    record: bool,
-) -> None:
-    """Run an accepted connection until it ends, then release its place in the limits."""
-    try:
+    # its place in the limits is released when it ends
+    connection.on_end = functools.partial(_released, sockets, agent.id, key, record)
+    # the socket's life runs outside the middleware stack (server/detached.py); the event
+    # channel reads no header of the upgrade request from now on (ws_rpc's view of it does)
+    if not detach(websocket.scope, connection.run, headers_done=not rpc):
         await connection.run()
-    finally:
-        _released(sockets, agent_id, key, record)
 
 
 def _released(sockets: _Sockets, agent_id: str, key: str | None, record: bool) -> None:
@@ -337,8 +328,8 @@ class Connection(ServerSocket):
         self.slot: tuple[float, int] | None = None
         #: Task id -> what this connection sent of it.
         self.views: dict[str, TaskView] = {}
-        #: Task id -> the asyncio task following it.
-        self.followers: dict[str, asyncio.Task[None]] = {}
+        #: Task id -> its follower (a callback while the task is quiet).
+        self.followers: dict[str, Follower] = {}
         #: Frames received, waiting for the worker (which runs only while there are some).
         self._inbox: deque[str | bytes] | None = None
         self._worker: asyncio.Task[None] | None = None
@@ -358,49 +349,49 @@ class Connection(ServerSocket):
 
         Frames are read here and run one after the other by a worker, so that a
         client leaving is noticed at once even while an action is busy sending.  The
-        worker is a task only while frames wait: an idle socket is this one coroutine
-        (and one task per followed task).
+        worker is a task only while frames wait, and so is each followed task's follower
+        (:mod:`a2a_hub.server.ws_follow`): an idle socket is this one coroutine.  The idle
+        timeout is an entry in the loop's shared timer wheel (re-armed by each receive, no
+        timer of its own), which ends the receive through :meth:`expire`.  No local holds
+        the last frame while the next is awaited.
         """
+        message: AsgiMessage | None
         try:
-            # no local holds the last frame while the next is awaited
-            while not self._closed and await self._take(await self._receive()):
-                pass
+            while not self._closed:
+                wheel().arm(self, self.idle_timeout)
+                try:
+                    async with asyncio.timeout(None) as self._receiving:
+                        message = await self.ws.receive()
+                except TimeoutError:
+                    if not self._closed:  # else: cut loose while waiting
+                        await self.close(CLOSE_GOING_AWAY, _IDLE_REASON)
+                    break
+                finally:
+                    self._receiving = None
+                taken, message = await self._take(message), None
+                if not taken:
+                    break
         except (WebSocketDisconnect, RuntimeError):
             self._closed = True
         finally:
-            self._closed = True
-            wheel().disarm(self)
-            worker = self._worker
-            if worker is not None:
-                worker.cancel()
-                with contextlib.suppress(BaseException):
-                    await worker
-            for follower in list(self.followers.values()):
-                follower.cancel()
-            for follower in list(self.followers.values()):
-                with contextlib.suppress(BaseException):
-                    await follower
-            if (
-                not self._close_sent
-                and self.ws.application_state is not WebSocketState.DISCONNECTED
-            ):
-                await self.close(1000, "")
+            try:
+                await self._wind_up()
+            finally:
+                self.ended()
 
-    async def _receive(self) -> AsgiMessage | None:
-        """The next message from the client; ``None`` once it went idle (closed here).
-
-        The idle timeout is an entry in the loop's shared timer wheel (re-armed by each
-        receive, no timer of its own), which ends the receive through :meth:`expire`."""
-        wheel().arm(self, self.idle_timeout)
-        try:
-            async with asyncio.timeout(None) as self._receiving:
-                return await self.ws.receive()
-        except TimeoutError:
-            if not self._closed:  # else: cut loose while waiting
-                await self.close(CLOSE_GOING_AWAY, "idle timeout: send ping to stay connected")
-            return None
-        finally:
-            self._receiving = None
+    async def _wind_up(self) -> None:
+        """Stop the worker and the followers; close the socket unless it is closed."""
+        self._closed = True
+        wheel().disarm(self)
+        worker = self._worker
+        if worker is not None:
+            worker.cancel()
+            with contextlib.suppress(BaseException):
+                await worker
+        for follower in list(self.followers.values()):
+            await follower.stop()
+        if not self._close_sent and self.ws.application_state is not WebSocketState.DISCONNECTED:
+            await self.close(1000, "")
 
     def expire(self) -> None:
         """The wheel's call after ``idle_timeout`` quiet seconds: end the pending receive."""
@@ -409,10 +400,8 @@ class Connection(ServerSocket):
             with contextlib.suppress(RuntimeError):  # already expiring
                 receiving.reschedule(asyncio.get_running_loop().time())
 
-    async def _take(self, message: AsgiMessage | None) -> bool:
+    async def _take(self, message: AsgiMessage) -> bool:
         """Queue a client frame for the worker; False when the socket is done."""
-        if message is None:
-            return False
         if message["type"] == "websocket.disconnect":
             self._closed = True
             return False
@@ -537,7 +526,7 @@ class Connection(ServerSocket):
         if follower is not None:
             # its last events go out before the next action runs (never swallowing a
             # cancellation of this worker, so a closed connection still ends)
-            await asyncio.wait([follower], timeout=5.0)
+            await asyncio.wait([follower.ended()], timeout=5.0)
             return
         await self._send_snapshot(task_id, task)
 
@@ -605,48 +594,15 @@ class Connection(ServerSocket):
     # --- following tasks ------------------------------------------------------------
 
     def _follow(self, stream: TaskStream, view: TaskView, *, silent_snapshot: bool = False) -> None:
-        old = self.followers.get(stream.task_id)
-        if old is not None and not old.done():
+        old = self.followers.pop(stream.task_id, None)
+        if old is not None:
             old.cancel()
         snapshot_first = stream.after is None
-        follower = asyncio.ensure_future(
-            self._pump(stream, view, snapshot_first, silent_snapshot and snapshot_first)
+        self.followers[stream.task_id] = Follower(
+            self, stream, view, snapshot_first, silent_snapshot and snapshot_first
         )
-        self.followers[stream.task_id] = follower
-        follower.add_done_callback(functools.partial(self._forget, stream.task_id))
 
-    def _forget(self, task_id: str, follower: asyncio.Future[None]) -> None:
-        if self.followers.get(task_id) is follower:
-            del self.followers[task_id]
-
-    async def _pump(
-        self, stream: TaskStream, view: TaskView, snapshot_first: bool, silent: bool
-    ) -> None:
-        first = snapshot_first
-        try:
-            while True:
-                try:  # stream.next() itself, not ``async for``: one coroutine less while idle
-                    event = await stream.next()
-                except StopAsyncIteration:
-                    return
-                if event is None or self._closed:
-                    return
-                snapshot, first = first, False
-                if snapshot and silent:
-                    if view.fresh(event):
-                        view.events(event, snapshot=True)
-                        view.message_id = _last_user_message_id(event) or view.message_id
-                    continue
-                await self._deliver(view, event, snapshot=snapshot)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            where = f"WebSocket stream of task {stream.task_id}"
-            await self.report(exc, where, stream.task_id, view.message_id)
-        finally:
-            stream.close()
-
-    async def _deliver(self, view: TaskView, event: TaskEvent, *, snapshot: bool = False) -> None:
+    async def deliver(self, view: TaskView, event: TaskEvent, *, snapshot: bool = False) -> None:
         if not view.fresh(event):
             return
         for out in view.events(event, snapshot=snapshot):
@@ -658,7 +614,7 @@ class Connection(ServerSocket):
         if view is None:
             view = self.views[task_id] = TaskView(task_id)
         if snap.seq > view.last_seq:
-            await self._deliver(view, snap, snapshot=True)
+            await self.deliver(view, snap, snapshot=True)
 
     async def _resume(self, task_id: str, after: int, message_id: str | None) -> None:
         """Replay the events of a task after ``after``, then follow it while it runs."""
@@ -677,7 +633,7 @@ class Connection(ServerSocket):
             except StopAsyncIteration:
                 return
             if event is not None:
-                await self._deliver(view, event)
+                await self.deliver(view, event)
         self._follow(stream, view)
 
     async def _resume_snapshot(self, task_id: str) -> None:
@@ -791,14 +747,6 @@ def decode_action(data: str | bytes) -> ClientAction:
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(f"{name}: {exc}", data={"action": name}) from None
     return action
-
-
-def _last_user_message_id(event: TaskEvent) -> str | None:
-    task = event.event.task
-    if task is None:
-        return None
-    users = [m.message_id for m in task.history or [] if m.role is Role.USER]
-    return users[-1] if users else None
 
 
 def _new_id() -> str:

@@ -200,17 +200,20 @@ class RpcConnection(ServerSocket):
         except (WebSocketDisconnect, RuntimeError):
             pass
         finally:
-            self._closed = True
-            for call in list(self.calls):
-                call.cancel()
-            for call in list(self.calls):
-                with contextlib.suppress(BaseException):
-                    await call
-            if (
-                not self._close_sent
-                and self.ws.application_state is not WebSocketState.DISCONNECTED
-            ):
-                await self.close(1000, "")
+            try:
+                self._closed = True
+                for call in list(self.calls):
+                    call.cancel()
+                for call in list(self.calls):
+                    with contextlib.suppress(BaseException):
+                        await call
+                if (
+                    not self._close_sent
+                    and self.ws.application_state is not WebSocketState.DISCONNECTED
+                ):
+                    await self.close(1000, "")
+            finally:
+                self.ended()
 
     def accept(self, data: bytes) -> None:
         """Start answering one frame (checked here, in frame order, so that limits and

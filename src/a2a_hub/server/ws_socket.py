@@ -39,6 +39,7 @@ class ServerSocket:
         "_receiving",
         "_send_lock",
         "_too_slow",
+        "on_end",
         "recheck",
         "send_timeout",
         "ws",
@@ -56,6 +57,19 @@ class ServerSocket:
         #: Checks again that the credentials the socket was opened with still hold
         #: (raising the A2AError to refuse with); ``None`` for a socket opened without.
         self.recheck: Callable[[], Awaitable[object]] | None = None
+        #: Called once when the connection has ended (its place in the limits released).
+        self.on_end: Callable[[], object] | None = None
+
+    def ended(self) -> None:
+        """The end of the connection's ``run``: :attr:`on_end`, once."""
+        on_end, self.on_end = self.on_end, None
+        if on_end is not None:
+            on_end()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the socket is closed or closing (nothing more is sent)."""
+        return self._closed
 
     async def authorized(self) -> bool:
         """Whether the socket's key still holds (checked before every action: a key

@@ -1,7 +1,7 @@
-"""A response with a Content-Length leaves in one write (issue 29): uvicorn's protocol as
-``a2a-hub serve`` configures it (:mod:`a2a_hub.server.connections`), fed raw requests over a
-recording transport; streams, HEAD answers and an app failing after its headers are
-written as before."""
+"""A response with a Content-Length leaves in one write, and so does an SSE stream whose
+events come at once (issue 29): uvicorn's protocol as ``a2a-hub serve`` configures it
+(:mod:`a2a_hub.server.connections`), fed raw requests over a recording transport; other
+streams, HEAD answers and an app failing after its headers are written as before."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ from typing import Any
 import uvicorn
 from uvicorn.server import ServerState
 
+from a2a_hub.server import create_app
 from a2a_hub.server.connections import HeaderTimeoutProtocol
+from a2a_hub.server.scope import JOINED_KEY
+from tests.support.hub import make_hub
 
 
 class Recorder(asyncio.Transport):
@@ -32,9 +35,7 @@ class Recorder(asyncio.Transport):
         return self.closed
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 5000)}.get(
-            name, default
-        )
+        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 5000)}.get(name, default)
 
     def pause_reading(self) -> None:
         pass
@@ -55,15 +56,21 @@ async def app(scope: Any, receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+    elif path == "/joined":  # a stream whose first bytes follow its start at once
+        scope[JOINED_KEY] = True
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
     elif path == "/fail":
         headers = [(b"content-length", b"5")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         raise RuntimeError("the app failed after its headers")
 
 
-async def _served(*requests: bytes) -> Recorder:
+async def _served(*requests: bytes, served: Any = app) -> Recorder:
     """The writes of one connection that sent ``requests``, each answered in turn."""
-    config = uvicorn.Config(app, log_level="critical", lifespan="off", proxy_headers=False)
+    config = uvicorn.Config(served, log_level="critical", lifespan="off", proxy_headers=False)
     config.load()
     state = ServerState()
     protocol = HeaderTimeoutProtocol(config=config, server_state=state, app_state={})
@@ -110,3 +117,42 @@ async def test_headers_held_are_written_before_a_close() -> None:
     assert transport.writes == [transport.writes[0]]
     assert transport.writes[0].startswith(b"HTTP/1.1 200 OK\r\n")
     assert transport.writes[0].endswith(b"content-length: 5\r\n\r\n")
+
+
+async def test_a_stream_that_says_so_leaves_with_its_headers() -> None:
+    transport = await _served(_get("/joined"))
+    assert len(transport.writes) == 2
+    head, _, body = transport.writes[0].partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert body == b"9\r\ndata: 1\n\n\r\n"
+    assert transport.writes[1] == b"0\r\n\r\n"
+
+
+def _rpc(method: str, message_id: str) -> bytes:
+    body = (
+        b'{"jsonrpc":"2.0","id":1,"method":"%b","params":{"message":{"messageId":"%b",'
+        b'"role":"ROLE_USER","parts":[{"text":"hi"}]}}}' % (method.encode(), message_id.encode())
+    )
+    return (
+        b"POST /a2a/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"A2A-Version: 1.0\r\nContent-Length: %d\r\n\r\n%b" % (len(body), body)
+    )
+
+
+async def test_the_hubs_send_and_stream_each_leave_in_one_write() -> None:
+    hub = make_hub()
+    await hub.start()
+    try:
+        transport = await _served(
+            _rpc("SendMessage", "m1"), _rpc("SendStreamingMessage", "m2"), served=create_app(hub)
+        )
+    finally:
+        await hub.close()
+    sent, streamed = transport.writes  # one write each
+    assert sent.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert b"TASK_STATE_COMPLETED" in sent
+    head, _, events = streamed.partition(b"\r\n\r\n")
+    assert b"content-type: text/event-stream" in head
+    assert events.count(b"data: ") == 4  # the task, working, the artifact, completed
+    assert b"TASK_STATE_COMPLETED" in events
+    assert events.endswith(b"\r\n0\r\n\r\n")  # the stream's end in the same write

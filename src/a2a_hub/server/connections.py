@@ -28,8 +28,10 @@ and two TCP segments for a small JSON answer, 16 % of the server's CPU in a prof
 ``SendMessage``).  Its request cycles write through a :class:`_JoinedWrites` instead,
 which holds such a response's header block and writes it with the first body bytes that
 follow (at once in Starlette's responses and the front's), or when the response
-completes or the connection is closed, whichever comes first.  Streams (chunked: SSE) are
-written as before, their headers at once.
+completes or the connection is closed, whichever comes first.  A stream (chunked) is held
+so only when it says its first bytes follow at once (``JOINED_KEY`` in its scope: an SSE
+stream whose first events were ready, :class:`~a2a_hub.server.sse.SseResponse`); any
+other's headers are written at once, as before.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 
 from a2a_hub.engine.pubsub import wheel
 from a2a_hub.server.detached import DetachedRunner
+from a2a_hub.server.scope import JOINED_KEY
 
 __all__ = ["HeaderTimeoutProtocol", "SlimWebSocketProtocol", "uvicorn_options"]
 
@@ -186,7 +189,7 @@ class _JoinedWrites:
             and not cycle.response_complete
         ):
             self.headed = cycle  # this is its header block: what comes next is its body
-            if cycle.chunked_encoding is False:
+            if cycle.chunked_encoding is False or JOINED_KEY in cycle.scope:
                 self.held = data
                 return
         self.transport.write(data)

@@ -72,7 +72,6 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         # set here, not first by uvicorn's on_message_begin: a 30th attribute added later
         # turns the instance's 300-byte shared-key dict into a 1,600-byte one of its own
         self.url = b""
-        self.writer: _JoinedWrites | None = None
 
     @property
     def header_timeout(self) -> float:
@@ -113,14 +112,15 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.writer = _JoinedWrites(self, transport)
+        self.headers_due.writer = _JoinedWrites(self, transport)
         _slim_event(self.flow._is_writable_event)
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_header_timer()
-        if self.writer is not None:
-            self.writer.held = None  # nobody to write it to
+        writer = self.headers_due.writer
+        if writer is not None:  # nobody to write to; no reference cycle left behind
+            writer.held = writer.headed = writer.protocol = None
         super().connection_lost(exc)
 
     def _stop_header_timer(self) -> None:
@@ -146,11 +146,12 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         cycle = self.cycle
         if cycle is not None:
             _slim_event(cycle.message_event)
-            if cycle.transport is self.transport and self.writer is not None:
-                cycle.transport = self.writer  # type: ignore[assignment]
+            writer = self.headers_due.writer
+            if cycle.transport is self.transport and writer is not None:
+                cycle.transport = writer  # type: ignore[assignment]
 
     def on_response_complete(self) -> None:
-        writer = self.writer
+        writer = self.headers_due.writer
         if writer is not None and writer.held is not None:
             writer.flush()  # a response whose body was never written (HEAD)
         super().on_response_complete()
@@ -164,7 +165,8 @@ class _JoinedWrites:
     __slots__ = ("headed", "held", "protocol", "transport")
 
     def __init__(self, protocol: HeaderTimeoutProtocol, transport: asyncio.Transport) -> None:
-        self.protocol = protocol
+        #: The connection's protocol (``None`` once the connection is lost).
+        self.protocol: HeaderTimeoutProtocol | None = protocol
         self.transport = transport
         #: The header block held (``None``: nothing held).
         self.held: bytes | None = None
@@ -181,7 +183,7 @@ class _JoinedWrites:
                 self.transport.write(held)
                 self.transport.write(data)
             return
-        cycle = self.protocol.cycle
+        cycle = None if self.protocol is None else self.protocol.cycle
         if (
             cycle is not None
             and cycle is not self.headed
@@ -264,13 +266,16 @@ class SlimWebSocketProtocol(WebSocketsSansIOProtocol):
 
 
 class _HeadersDue:
-    """A connection's header timer and the deadline it is for (``None``: no headers awaited)."""
+    """A connection's header timer and the deadline it is for (``None``: no headers awaited),
+    and the writer of its responses (here rather than an attribute of the protocol: a 30th
+    attribute would turn its 300-byte shared-key ``__dict__`` into a 1,600-byte one)."""
 
-    __slots__ = ("deadline", "timer")
+    __slots__ = ("deadline", "timer", "writer")
 
     def __init__(self) -> None:
         self.deadline: float | None = None
         self.timer: asyncio.TimerHandle | None = None
+        self.writer: _JoinedWrites | None = None
 
 
 class _WheelTimer:

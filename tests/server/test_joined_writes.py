@@ -156,3 +156,29 @@ async def test_the_hubs_send_and_stream_each_leave_in_one_write() -> None:
     assert events.count(b"data: ") == 4  # the task, working, the artifact, completed
     assert b"TASK_STATE_COMPLETED" in events
     assert events.endswith(b"\r\n0\r\n\r\n")  # the stream's end in the same write
+
+
+async def test_an_idle_kept_alive_connection_is_closed_after_the_timeout() -> None:
+    """uvicorn's keep-alive timeout (one timer per connection that moves to the latest
+    deadline, :class:`~a2a_hub.server.connection_parts.MovingTimer`): each response moves
+    it on, and the connection closes once it has idled that long after the last."""
+    config = uvicorn.Config(
+        app, log_level="critical", lifespan="off", proxy_headers=False, timeout_keep_alive=1
+    )
+    config.load()
+    state = ServerState()
+    protocol = HeaderTimeoutProtocol(config=config, server_state=state, app_state={})
+    closed = asyncio.Event()
+    transport = Recorder()
+    transport.close = closed.set  # type: ignore[method-assign]
+    protocol.connection_made(transport)
+    loop = asyncio.get_running_loop()
+    last = 0.0
+    for _ in range(3):
+        protocol.data_received(_get("/json"))
+        await asyncio.gather(*state.tasks)
+        last = loop.time()
+    await asyncio.wait_for(closed.wait(), 10)
+    assert loop.time() - last >= 1 - 0.01  # not before the timeout after the last response
+    assert len(transport.writes) == 3
+    protocol.connection_lost(None)

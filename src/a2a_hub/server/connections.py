@@ -46,8 +46,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from a2a_hub.engine.pubsub import wheel
+from a2a_hub.server.connection_parts import HeadersDue, JoinedWrites, connection_loop
 from a2a_hub.server.detached import DetachedRunner
-from a2a_hub.server.scope import JOINED_KEY
 
 __all__ = ["HeaderTimeoutProtocol", "SlimWebSocketProtocol", "uvicorn_options"]
 
@@ -66,7 +66,8 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(config, *args, **kwargs)
         #: The header timer and deadline, one attribute (see ``url`` below).
-        self.headers_due = _HeadersDue()
+        self.headers_due = HeadersDue()
+        self.loop = connection_loop(self.loop)  # type: ignore[assignment]
         self.app = _detached_app(config)
         self.pipeline = _Pipeline()  # type: ignore[assignment]
         # set here, not first by uvicorn's on_message_begin: a 30th attribute added later
@@ -112,13 +113,17 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.headers_due.writer = _JoinedWrites(self, transport)
+        self.headers_due.writer = JoinedWrites(self, transport)
         _slim_event(self.flow._is_writable_event)
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_header_timer()
-        writer = self.headers_due.writer
+        due = self.headers_due
+        if due.idle is not None:  # uvicorn cancels its keep-alive only on a clean close
+            due.idle.stop()
+            due.idle = None
+        writer = due.writer
         if writer is not None:  # nobody to write to; no reference cycle left behind
             writer.held = writer.headed = writer.protocol = None
         super().connection_lost(exc)
@@ -155,66 +160,6 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         if writer is not None and writer.held is not None:
             writer.flush()  # a response whose body was never written (HEAD)
         super().on_response_complete()
-
-
-class _JoinedWrites:
-    """A connection's transport as uvicorn's request cycles see it: the header block of a
-    response with a Content-Length is held until its first body bytes (or its end, or the
-    connection's close) and written with them, in one ``send()`` (module docstring)."""
-
-    __slots__ = ("headed", "held", "protocol", "transport")
-
-    def __init__(self, protocol: HeaderTimeoutProtocol, transport: asyncio.Transport) -> None:
-        #: The connection's protocol (``None`` once the connection is lost).
-        self.protocol: HeaderTimeoutProtocol | None = protocol
-        self.transport = transport
-        #: The header block held (``None``: nothing held).
-        self.held: bytes | None = None
-        #: The last cycle whose header block came through (its later writes are its body).
-        self.headed: Any = None
-
-    def write(self, data: bytes) -> None:
-        held = self.held
-        if held is not None:
-            self.held = None
-            if len(data) <= _JOIN_MAX:
-                self.transport.write(held + data)
-            else:  # a large body is not copied to save a system call
-                self.transport.write(held)
-                self.transport.write(data)
-            return
-        cycle = None if self.protocol is None else self.protocol.cycle
-        if (
-            cycle is not None
-            and cycle is not self.headed
-            and cycle.response_started
-            and not cycle.response_complete
-        ):
-            self.headed = cycle  # this is its header block: what comes next is its body
-            if cycle.chunked_encoding is False or JOINED_KEY in cycle.scope:
-                self.held = data
-                return
-        self.transport.write(data)
-
-    def flush(self) -> None:
-        held = self.held
-        if held is not None:
-            self.held = None
-            self.transport.write(held)
-
-    def close(self) -> None:
-        self.flush()
-        self.transport.close()
-
-    def is_closing(self) -> bool:
-        return self.transport.is_closing()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.transport, name)
-
-
-#: The largest body joined to its header block in one buffer (larger ones are not copied).
-_JOIN_MAX = 64 * 1024
 
 
 class _Same:
@@ -263,19 +208,6 @@ class SlimWebSocketProtocol(WebSocketsSansIOProtocol):
         await super().send(message)
         if self.handshake_complete and getattr(self, "request", None) is not None:
             self.request = self.response = None  # type: ignore[assignment]
-
-
-class _HeadersDue:
-    """A connection's header timer and the deadline it is for (``None``: no headers awaited),
-    and the writer of its responses (here rather than an attribute of the protocol: a 30th
-    attribute would turn its 300-byte shared-key ``__dict__`` into a 1,600-byte one)."""
-
-    __slots__ = ("deadline", "timer", "writer")
-
-    def __init__(self) -> None:
-        self.deadline: float | None = None
-        self.timer: asyncio.TimerHandle | None = None
-        self.writer: _JoinedWrites | None = None
 
 
 class _WheelTimer:

@@ -119,26 +119,26 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_header_timer()
-        due = self.headers_due
-        if due.idle is not None:  # uvicorn cancels its keep-alive only on a clean close
-            due.idle.stop()
-            due.idle = None
-        writer = due.writer
-        if writer is not None:  # nobody to write to; no reference cycle left behind
-            writer.held = writer.headed = writer.protocol = None
         super().connection_lost(exc)
 
     def _stop_header_timer(self) -> None:
+        """Stop the connection's timers and let go of its writer: the connection is gone,
+        or the WebSocket protocol's (a timer left pending, or the writer's reference back,
+        would keep this protocol and all it holds alive)."""
         due = self.headers_due
         due.deadline = None
         if due.timer is not None:
             due.timer.cancel()
             due.timer = None
+        if due.idle is not None:  # uvicorn cancels its keep-alive only on a clean close
+            due.idle.stop()
+            due.idle = None
+        writer = due.writer
+        if writer is not None:  # nothing more to write through it
+            writer.held = writer.headed = writer.protocol = None
 
     def handle_websocket_upgrade(self) -> None:
-        # the socket is the WebSocket protocol's from now on: a header timer left pending
-        # would keep this protocol (and all it holds) alive until it fired
-        self._stop_header_timer()
+        self._stop_header_timer()  # the socket is the WebSocket protocol's from now on
         super().handle_websocket_upgrade()
 
     def on_message_begin(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "A2A_VERSIONS",
     "HUB_ROUTE",
+    "JOINED_KEY",
     "PREVIEW_1_1",
     "SERVED_VERSIONS",
     "STREAM_KEY",
@@ -22,6 +23,9 @@ __all__ = [
 VERSION_KEY = "a2a_hub.version"
 #: Scope key set by a streaming response: the request histogram skips it.
 STREAM_KEY = "a2a_hub.stream"
+#: Scope key set (to True) by a streaming response whose first body bytes follow its start at
+#: once: the connection writes its headers with them (:mod:`a2a_hub.server.connections`).
+JOINED_KEY = "a2a_hub.joined"
 #: Scope key set (to True) by the mount of the hub's own routes rather than an agent's (the
 #: admin API): their caller is identified without any agent's policy, and a refusal there is
 #: an HTTP+JSON error, never a JSON-RPC one.

@@ -22,7 +22,7 @@ from a2a_hub.engine.stream import TaskStream
 from a2a_hub.protocol.errors import A2AError
 from a2a_hub.server.detached import detach
 from a2a_hub.server.errors import protocol_error
-from a2a_hub.server.scope import STREAM_KEY
+from a2a_hub.server.scope import JOINED_KEY, STREAM_KEY
 from a2a_hub.stores.base import TaskEvent
 
 __all__ = [
@@ -78,6 +78,11 @@ class SseResponse(Response):
     detached from the middleware stack (:mod:`a2a_hub.server.detached`): an idle
     stream is one suspended coroutine waiting on one future, its heartbeat a slot in
     a shared timer wheel (:func:`a2a_hub.engine.pubsub.Subscription.waiter`).
+
+    The events there by the next turn of the event loop (a new task's, when its agent
+    answers without waiting for anything; a resumed stream's backlog) leave with the
+    headers, and the stream's last frame with its end: an echo's whole stream is one
+    write (one system call, one TCP segment) where it was three (issue 29).
     """
 
     media_type = "text/event-stream"
@@ -90,10 +95,22 @@ class SseResponse(Response):
         self.heartbeat = heartbeat
         self._receive: Any = None
         self._send: Any = None
+        #: The frame read before the headers were sent (see ``_frame``'s answer).
+        self._first: tuple[bytes, int, bool] = _NOTHING
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         scope[STREAM_KEY] = True  # timed here, not by the request histogram
         try:
+            # the first events, when they are there by the next turn of the loop, leave with
+            # the headers in one write: a new task's run, started beside this stream, has
+            # its first events by then unless it waits for something
+            stream = self.reply.stream
+            if not stream.ready:
+                await asyncio.sleep(0)
+            if stream.ready:
+                self._first = await _frame(self.reply, self.heartbeat, 0)
+                if self._first[0]:
+                    scope[JOINED_KEY] = True
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
         except BaseException as exc:
             self.reply.stream.close()
@@ -109,6 +126,7 @@ class SseResponse(Response):
         ends, the client leaves or the instance shuts down (:func:`end_streams`)."""
         receive, send, reply, heartbeat = self._receive, self._send, self.reply, self.heartbeat
         self._receive = self._send = None
+        first, self._first = self._first, _NOTHING
         stream = reply.stream
         loop = asyncio.get_running_loop()
         checked = opened = loop.time()
@@ -116,6 +134,7 @@ class SseResponse(Response):
         if record:
             metrics.STREAMS_OPEN.inc()
         sent = 0
+        last = b""  # the stream's last frame, written with its end (one write, not two)
         try:
             limit = asyncio.timeout(None)
             try:
@@ -124,13 +143,19 @@ class SseResponse(Response):
                     if _ending:
                         limit.reschedule(loop.time())
                     while True:
-                        frame, sent, end = await _frame(reply, heartbeat, sent)
+                        if first is not _NOTHING:
+                            (frame, sent, end), first = first, _NOTHING
+                        else:
+                            frame, sent, end = await _frame(reply, heartbeat, sent)
                         if frame:
                             now = loop.time()
                             if now - checked >= heartbeat:
                                 checked = now
                                 if client_gone(receive):
                                     return
+                            if end:
+                                last = frame
+                                break
                             await send(
                                 {"type": "http.response.body", "body": frame, "more_body": True}
                             )
@@ -141,7 +166,7 @@ class SseResponse(Response):
                 pass  # end_streams(): the instance shuts down; the client resumes elsewhere
             finally:
                 _open.discard(limit)
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await send({"type": "http.response.body", "body": last, "more_body": False})
         except OSError:
             pass  # the client went away mid-write
         finally:
@@ -156,6 +181,10 @@ class SseResponse(Response):
 _RAW_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8")] + [
     (k.lower().encode(), v.encode()) for k, v in SSE_HEADERS.items()
 ]
+
+
+#: No frame read yet.
+_NOTHING: tuple[bytes, int, bool] = (b"", 0, False)
 
 
 async def _frame(reply: SseReply, heartbeat: float, sent: int) -> tuple[bytes, int, bool]:

@@ -1,0 +1,184 @@
+"""A response with a Content-Length leaves in one write, and so does an SSE stream whose
+events come at once (issue 29): uvicorn's protocol as ``a2a-hub serve`` configures it
+(:mod:`a2a_hub.server.connections`), fed raw requests over a recording transport; other
+streams, HEAD answers and an app failing after its headers are written as before."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import uvicorn
+from uvicorn.server import ServerState
+
+from a2a_hub.server import create_app
+from a2a_hub.server.connections import HeaderTimeoutProtocol
+from a2a_hub.server.scope import JOINED_KEY
+from tests.support.hub import make_hub
+
+
+class Recorder(asyncio.Transport):
+    """A transport that keeps every write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.writes.append(bytes(data))
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 5000)}.get(name, default)
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+async def app(scope: Any, receive: Any, send: Any) -> None:
+    path = scope["path"]
+    if path == "/json":
+        body = b'{"ok":true}'
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"11")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+    elif path == "/stream":
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    elif path == "/joined":  # a stream whose first bytes follow its start at once
+        scope[JOINED_KEY] = True
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    elif path == "/fail":
+        headers = [(b"content-length", b"5")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        raise RuntimeError("the app failed after its headers")
+
+
+async def _served(*requests: bytes, served: Any = app) -> Recorder:
+    """The writes of one connection that sent ``requests``, each answered in turn."""
+    config = uvicorn.Config(served, log_level="critical", lifespan="off", proxy_headers=False)
+    config.load()
+    state = ServerState()
+    protocol = HeaderTimeoutProtocol(config=config, server_state=state, app_state={})
+    transport = Recorder()
+    protocol.connection_made(transport)
+    for request in requests:
+        protocol.data_received(request)
+        await asyncio.gather(*state.tasks)
+    protocol.connection_lost(None)
+    return transport
+
+
+def _get(path: str, method: str = "GET") -> bytes:
+    return f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+
+
+async def test_a_response_with_a_length_leaves_in_one_write() -> None:
+    transport = await _served(_get("/json"), _get("/json"))
+    assert len(transport.writes) == 2  # one per response, headers and body together
+    for written in transport.writes:
+        assert written.startswith(b"HTTP/1.1 200 OK\r\n")
+        assert b"\r\ncontent-length: 11\r\n" in written
+        assert written.endswith(b'\r\n\r\n{"ok":true}')
+
+
+async def test_a_head_answer_writes_its_headers() -> None:
+    transport = await _served(_get("/json", "HEAD"), _get("/json"))
+    assert len(transport.writes) == 2
+    assert transport.writes[0].startswith(b"HTTP/1.1 200 OK\r\n")
+    assert transport.writes[0].endswith(b"\r\n\r\n")  # no body
+    assert transport.writes[1].endswith(b'{"ok":true}')
+
+
+async def test_a_stream_writes_its_headers_at_once() -> None:
+    transport = await _served(_get("/stream"))
+    assert transport.writes[0].startswith(b"HTTP/1.1 200 OK\r\n")
+    assert transport.writes[0].endswith(b"\r\n\r\n")  # the headers alone, before any event
+    assert b"".join(transport.writes[1:]) == b"9\r\ndata: 1\n\n\r\n0\r\n\r\n"
+
+
+async def test_headers_held_are_written_before_a_close() -> None:
+    transport = await _served(_get("/fail"))
+    assert transport.closed
+    assert transport.writes == [transport.writes[0]]
+    assert transport.writes[0].startswith(b"HTTP/1.1 200 OK\r\n")
+    assert transport.writes[0].endswith(b"content-length: 5\r\n\r\n")
+
+
+async def test_a_stream_that_says_so_leaves_with_its_headers() -> None:
+    transport = await _served(_get("/joined"))
+    assert len(transport.writes) == 2
+    head, _, body = transport.writes[0].partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert body == b"9\r\ndata: 1\n\n\r\n"
+    assert transport.writes[1] == b"0\r\n\r\n"
+
+
+def _rpc(method: str, message_id: str) -> bytes:
+    body = (
+        b'{"jsonrpc":"2.0","id":1,"method":"%b","params":{"message":{"messageId":"%b",'
+        b'"role":"ROLE_USER","parts":[{"text":"hi"}]}}}' % (method.encode(), message_id.encode())
+    )
+    return (
+        b"POST /a2a/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"A2A-Version: 1.0\r\nContent-Length: %d\r\n\r\n%b" % (len(body), body)
+    )
+
+
+async def test_the_hubs_send_and_stream_each_leave_in_one_write() -> None:
+    hub = make_hub()
+    await hub.start()
+    try:
+        transport = await _served(
+            _rpc("SendMessage", "m1"), _rpc("SendStreamingMessage", "m2"), served=create_app(hub)
+        )
+    finally:
+        await hub.close()
+    sent, streamed = transport.writes  # one write each
+    assert sent.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert b"TASK_STATE_COMPLETED" in sent
+    head, _, events = streamed.partition(b"\r\n\r\n")
+    assert b"content-type: text/event-stream" in head
+    assert events.count(b"data: ") == 4  # the task, working, the artifact, completed
+    assert b"TASK_STATE_COMPLETED" in events
+    assert events.endswith(b"\r\n0\r\n\r\n")  # the stream's end in the same write
+
+
+async def test_an_idle_kept_alive_connection_is_closed_after_the_timeout() -> None:
+    """uvicorn's keep-alive timeout (one timer per connection that moves to the latest
+    deadline, :class:`~a2a_hub.server.connection_parts.MovingTimer`): each response moves
+    it on, and the connection closes once it has idled that long after the last."""
+    config = uvicorn.Config(
+        app, log_level="critical", lifespan="off", proxy_headers=False, timeout_keep_alive=1
+    )
+    config.load()
+    state = ServerState()
+    protocol = HeaderTimeoutProtocol(config=config, server_state=state, app_state={})
+    closed = asyncio.Event()
+    transport = Recorder()
+    transport.close = closed.set  # type: ignore[method-assign]
+    protocol.connection_made(transport)
+    loop = asyncio.get_running_loop()
+    last = 0.0
+    for _ in range(3):
+        protocol.data_received(_get("/json"))
+        await asyncio.gather(*state.tasks)
+        last = loop.time()
+    await asyncio.wait_for(closed.wait(), 10)
+    assert loop.time() - last >= 1 - 0.01  # not before the timeout after the last response
+    assert len(transport.writes) == 3
+    protocol.connection_lost(None)

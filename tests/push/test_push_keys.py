@@ -49,3 +49,22 @@ async def test_concurrent_rotations_each_add_one_key() -> None:
     await asyncio.gather(a.rotate(), b.rotate())
     await a.refresh()
     assert len(a.jwks()["keys"]) == 3  # the first (retired), and one per rotation
+
+
+def test_a_key_signs_as_ed25519_does_and_a_restored_key_alike() -> None:
+    """The signature (made by libsodium) is the Ed25519 signature of the key: the bytes
+    OpenSSL gives, verified by the public key the JWKS publishes, also for a key read back
+    from its stored form; its tokens verify with their body hash."""
+    from a2a_hub.push.signing import SigningKey, body_sha256
+
+    key = SigningKey.generate()
+    restored = SigningKey.from_stored(key.stored())
+    data = b"header.claims"
+    assert key.sign(data) == key.private.sign(data) == restored.sign(data)
+    key.private.public_key().verify(restored.sign(data), data)  # raises if it does not
+    keys = SigningKeys()
+    keys.keys = [restored]
+    token = keys.sign(issuer="i", audience="https://x/", jti="j", task_id="t", body=b"{}")
+    jwk = jwt.PyJWK.from_dict(keys.jwks()["keys"][0])
+    claims = jwt.decode(token, jwk, algorithms=["EdDSA"], audience="https://x/")
+    assert claims["request_body_sha256"] == body_sha256(b"{}") and claims["taskId"] == "t"

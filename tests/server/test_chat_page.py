@@ -213,7 +213,8 @@ async def test_a_two_turn_conversation(browser: Any) -> None:
         await page.wait_for_selector("#log li.agent")
         assert await page.locator("#log li.agent").inner_text() == "Which product?"
         await _ask(page, "a2a-hub")
-        await page.wait_for_selector("#log li.agent[data-done=true]")
+        # the answer's bubble (the question's is done too, so it must not satisfy the wait)
+        await page.wait_for_selector("#log li.agent[data-done=true]:not([data-question])")
         texts = await page.locator("#log li").all_inner_texts()
         assert texts == [
             "hello",

@@ -13,7 +13,7 @@ from uvicorn.server import ServerState
 
 from a2a_hub.server import create_app
 from a2a_hub.server.connections import HeaderTimeoutProtocol
-from a2a_hub.server.scope import JOINED_KEY
+from a2a_hub.server.scope import JOINED, STREAM_KEY
 from tests.support.hub import make_hub
 
 
@@ -57,7 +57,7 @@ async def app(scope: Any, receive: Any, send: Any) -> None:
         await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     elif path == "/joined":  # a stream whose first bytes follow its start at once
-        scope[JOINED_KEY] = True
+        scope[STREAM_KEY] = JOINED
         headers = [(b"content-type", b"text/event-stream")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": True})

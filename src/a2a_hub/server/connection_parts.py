@@ -7,7 +7,7 @@ protocol: its timers and the writer of its responses (issue 29).
   shared-key ``__dict__`` into a 1,600-byte one);
 * :class:`JoinedWrites`: the transport as uvicorn's request cycles see it, holding the
   header block of a response with a ``Content-Length`` (or of a stream that says its first
-  bytes follow at once, :data:`~a2a_hub.server.scope.JOINED_KEY`) until its first body
+  bytes follow at once, :data:`~a2a_hub.server.scope.JOINED`) until its first body
   bytes, to write both in one ``send()``;
 * :class:`MovingTimer` and :class:`ConnectionLoop`: uvicorn's keep-alive timeout as one
   loop timer per connection that moves to the latest deadline, instead of a timer
@@ -23,7 +23,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from a2a_hub.server.scope import JOINED_KEY
+from a2a_hub.server.scope import JOINED, STREAM_KEY
 
 __all__ = ["ConnectionLoop", "HeadersDue", "JoinedWrites", "MovingTimer", "connection_loop"]
 
@@ -62,7 +62,7 @@ class JoinedWrites:
             and not cycle.response_complete
         ):
             self.headed = cycle  # this is its header block: what comes next is its body
-            if cycle.chunked_encoding is False or JOINED_KEY in cycle.scope:
+            if cycle.chunked_encoding is False or cycle.scope.get(STREAM_KEY) is JOINED:
                 self.held = data
                 return
         self.transport.write(data)

@@ -33,9 +33,10 @@ and two TCP segments for a small JSON answer, 16 % of the server's CPU in a prof
 which holds such a response's header block and writes it with the first body bytes that
 follow (at once in Starlette's responses and the front's), or when the response
 completes or the connection is closed, whichever comes first.  A stream (chunked) is held
-so only when it says its first bytes follow at once (``JOINED_KEY`` in its scope: an SSE
-stream whose first events were ready, :class:`~a2a_hub.server.sse.SseResponse`); any
-other's headers are written at once, as before.
+so only when it says its first bytes follow at once (its scope's ``STREAM_KEY`` set to
+``JOINED``: an SSE stream whose first events were ready,
+:class:`~a2a_hub.server.sse.SseResponse`); any other's headers are written at once, as
+before.
 """
 
 from __future__ import annotations

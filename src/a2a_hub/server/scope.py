@@ -11,7 +11,7 @@ from __future__ import annotations
 __all__ = [
     "A2A_VERSIONS",
     "HUB_ROUTE",
-    "JOINED_KEY",
+    "JOINED",
     "PREVIEW_1_1",
     "SERVED_VERSIONS",
     "STREAM_KEY",
@@ -23,9 +23,11 @@ __all__ = [
 VERSION_KEY = "a2a_hub.version"
 #: Scope key set by a streaming response: the request histogram skips it.
 STREAM_KEY = "a2a_hub.stream"
-#: Scope key set (to True) by a streaming response whose first body bytes follow its start at
-#: once: the connection writes its headers with them (:mod:`a2a_hub.server.connections`).
-JOINED_KEY = "a2a_hub.joined"
+#: :data:`STREAM_KEY`'s value when the stream's first body bytes follow its start at once:
+#: the connection writes its headers with them (:mod:`a2a_hub.server.connections`).  A value,
+#: not a key of its own: one key more took a stream's scope dict to its next size (about
+#: 0.4 KiB per idle SSE stream, kept as long as the stream).
+JOINED = "joined"
 #: Scope key set (to True) by the mount of the hub's own routes rather than an agent's (the
 #: admin API): their caller is identified without any agent's policy, and a refusal there is
 #: an HTTP+JSON error, never a JSON-RPC one.

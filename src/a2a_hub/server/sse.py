@@ -22,7 +22,7 @@ from a2a_hub.engine.stream import TaskStream
 from a2a_hub.protocol.errors import A2AError
 from a2a_hub.server.detached import detach
 from a2a_hub.server.errors import protocol_error
-from a2a_hub.server.scope import JOINED_KEY, STREAM_KEY
+from a2a_hub.server.scope import JOINED, STREAM_KEY
 from a2a_hub.stores.base import TaskEvent
 
 __all__ = [
@@ -110,7 +110,7 @@ class SseResponse(Response):
             if stream.ready:
                 self._first = await _frame(self.reply, self.heartbeat, 0)
                 if self._first[0]:
-                    scope[JOINED_KEY] = True
+                    scope[STREAM_KEY] = JOINED
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
         except BaseException as exc:
             self.reply.stream.close()

@@ -488,6 +488,40 @@ def baseline_targets(tmp: Path, tree: Path) -> dict[str, Target]:
             POSTGRES_URL,
             agent=agent,
         ),
+        f"{memory}/sdk-executor": Target(
+            hub_server(
+                f"{memory}/sdk-executor",
+                "memory://",
+                executor="sdk_server:EchoExecutor",
+                cli=cli,
+            ),
+            PREFIX,
+            "memory://",
+        ),
+        f"{memory}/oidc": Target(
+            hub_server(
+                f"{memory}/oidc",
+                "memory://",
+                "echo?auth=oidc",
+                cli=cli,
+                env={
+                    "A2A_HUB_AUTH_OIDC_ISSUER": ISSUER.url,
+                    "A2A_HUB_AUTH_OIDC_AUDIENCE": AUDIENCE,
+                },
+            ),
+            PREFIX,
+            "memory://",
+        ),
+        f"{memory}/limited": Target(
+            hub_server(
+                f"{memory}/limited",
+                "memory://",
+                cli=cli,
+                env={"A2A_HUB_LIMITS": "caller=*;rate=1000000/second"},
+            ),
+            PREFIX,
+            "memory://",
+        ),
         f"{memory}/grpc": Target(
             hub_server(f"{memory}/grpc", "memory://", grpc_port=(port := free_port()), cli=cli),
             PREFIX,

@@ -62,6 +62,16 @@ def free_port() -> int:
         return port
 
 
+def serve_argv(cli: str | Path, port: int, *agents: str, store: str = "memory://") -> list[str]:
+    """``a2a-hub serve`` as the bench runs it: ``agents`` (``--agent`` specs, the echo agent
+    by default) on ``store``, on 127.0.0.1:``port``, one worker, warnings only."""
+    argv = [str(cli), "serve"]
+    for agent in agents or ("echo",):
+        argv += ["--agent", agent]
+    argv += ["--store", store, "--host", "127.0.0.1", "--port", str(port)]
+    return [*argv, "--log-level", "warning", "--workers", "1"]
+
+
 def raise_fd_limit() -> int:
     """Raise the soft open-files limit to the hard one (children inherit it)."""
     import resource

@@ -72,6 +72,7 @@ from benchlib import (
     proc_cpu_seconds,
     raise_fd_limit,
     save_results,
+    serve_argv,
     show,
 )
 from benchlib import HUB_PYTHON as _HUB_PYTHON
@@ -309,27 +310,14 @@ def hub_server(
     env: dict[str, str] | None = None,
 ) -> Server:
     port = free_port()
-    spec = agent if agent.startswith("echo") else f"{agent}=echo"
-    argv = [
-        str(cli),
-        "serve",
-        "--agent",
-        spec,
-        "--store",
-        store,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-        "--workers",
-        "1",
-    ]
+    if executor is not None:  # an executor by import path, from bench/ (kind python)
+        spec = f"{agent}={executor}"
+    else:
+        spec = agent if agent.startswith("echo") else f"{agent}=echo"
+    argv = serve_argv(cli, port, spec, store=store)
     if grpc_port is not None:
         argv += ["--grpc-port", str(grpc_port)]
-    if executor is not None:  # an executor by import path, from bench/ (kind python)
-        argv[argv.index(spec)] = f"{agent}={executor}"
+    if executor is not None:
         argv += ["--app-dir", str(BENCH)]
     return Server(key, argv, port, "/healthz", env=env or {})
 

@@ -46,6 +46,7 @@ from benchlib import (
     open_many,
     raise_fd_limit,
     save_results,
+    serve_argv,
     show,
 )
 from rich.console import Console
@@ -205,24 +206,9 @@ async def open_subs(
 
 def hub_scale_server() -> Server:
     port = free_port()
-    argv = [
-        str(HUB_CLI),
-        "serve",
-        "--agent",
-        "waiter=bench_agents:Waiter?max_wait=900",
-        "--agent",
-        "trigger=bench_agents:Trigger",
-        "--store",
-        "memory://",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-        "--workers",
-        "1",
-    ]
+    argv = serve_argv(
+        HUB_CLI, port, "waiter=bench_agents:Waiter?max_wait=900", "trigger=bench_agents:Trigger"
+    )
     pythonpath = os.pathsep.join(p for p in (str(BENCH), os.environ.get("PYTHONPATH")) if p)
     return Server("a2a-hub-scale", argv, port, "/healthz", env={"PYTHONPATH": pythonpath})
 

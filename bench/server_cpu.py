@@ -17,7 +17,6 @@ Each tree needs its own ``.venv`` (``make .venv/.installed-dev``).
 
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,8 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+
+from benchlib import free_port, proc_cpu_seconds, serve_argv
 
 TEXT = "hello bench"
 MSG = {"messageId": "@MID@", "role": "ROLE_USER", "parts": [{"text": TEXT}]}
@@ -47,20 +48,8 @@ SC = {
 LUA = str(Path(__file__).parent / "wrk" / "a2a.lua")
 
 
-def port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def cpu(pid):
-    tot = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        f = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
-        tot += int(f[11]) + int(f[12])
-    return tot / os.sysconf("SC_CLK_TCK")
+port = free_port
+cpu = proc_cpu_seconds  # user + system CPU of the process, all its threads
 
 
 a, b, sc, rounds, secs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
@@ -75,25 +64,7 @@ for r in range(rounds):
         procs[t] = (
             p,
             subprocess.Popen(
-                [
-                    "taskset",
-                    "-c",
-                    "0",
-                    f"{t}/.venv/bin/a2a-hub",
-                    "serve",
-                    "--agent",
-                    "echo",
-                    "--store",
-                    "memory://",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(p),
-                    "--log-level",
-                    "warning",
-                    "--workers",
-                    "1",
-                ],
+                ["taskset", "-c", "0", *serve_argv(f"{t}/.venv/bin/a2a-hub", p)],
                 env=dict(os.environ, PYTHONHASHSEED="0"),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

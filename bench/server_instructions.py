@@ -19,22 +19,18 @@ import http.client
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
+from benchlib import free_port, serve_argv
+
 tree, sc, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 warm = int(sys.argv[4]) if len(sys.argv) > 4 else 200
 
 
-def port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+port = free_port
 
 
 p = port()
@@ -47,20 +43,7 @@ proc = subprocess.Popen(
         "--instr-atstart=no",
         f"--callgrind-out-file={out}",
         f"{tree}/.venv/bin/python",
-        f"{tree}/.venv/bin/a2a-hub",
-        "serve",
-        "--agent",
-        "echo",
-        "--store",
-        "memory://",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(p),
-        "--log-level",
-        "warning",
-        "--workers",
-        "1",
+        *serve_argv(f"{tree}/.venv/bin/a2a-hub", p),
     ],
     env=env,
     stdout=subprocess.DEVNULL,

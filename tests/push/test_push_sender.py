@@ -163,7 +163,13 @@ async def test_requests_in_flight_time_out_each_while_others_are_answered(serve:
     """One timer checks every request in flight: each silent one times out (within 1.25
     times the timeout), one answered meanwhile is not disturbed, and the sender stays
     usable afterwards."""
-    silent = await serve(RawReceiver(lambda n: b""))
+    arrived = asyncio.Event()
+
+    def unanswered(n: int) -> bytes:
+        arrived.set()
+        return b""
+
+    silent = await serve(RawReceiver(unanswered))
     answering = await serve(RawReceiver(lambda n: OK))
     sender = WebhookSender(WebhookPolicy(["127.0.0.1"]), timeout=0.4)
     loop = asyncio.get_running_loop()
@@ -175,7 +181,9 @@ async def test_requests_in_flight_time_out_each_while_others_are_answered(serve:
 
     try:
         first = asyncio.ensure_future(timed(silent))
-        await asyncio.sleep(0.15)  # a second request starts later: its own deadline
+        await (
+            arrived.wait()
+        )  # a second request starts once the first is in flight: its own deadline
         second = asyncio.ensure_future(timed(silent))
         answered = await timed(answering)
         assert answered[0] and not first.done() and not second.done()

@@ -16,6 +16,7 @@ from a2a_hub import Hub
 from a2a_hub.server.connections import HeaderTimeoutProtocol, SlimWebSocketProtocol
 from tests.support.agents import Stepper
 from tests.support.hub import LiveServer
+from tests.support.push_receiver import until as until_true
 from tests.support.sse import frames, rpc_body, user_message
 from tests.support.ws import connect, recv, send, until, ws_url
 
@@ -29,15 +30,8 @@ def followers_running() -> list[asyncio.Task[Any]]:
     ]
 
 
-async def settled(condition: Callable[[], bool]) -> bool:
-    """Whether ``condition`` holds once the loop has run what was ready (5 s at most)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 5
-    while not condition():
-        if loop.time() > deadline:
-            return False
-        await asyncio.sleep(0.01)
-    return True
+async def followers_quiet() -> bool:
+    return not followers_running()
 
 
 def server_sockets(live: LiveServer) -> list[SlimWebSocketProtocol]:
@@ -57,12 +51,12 @@ async def test_a_quiet_followed_task_has_no_task_and_its_events_still_come(
         await send(ws, action="send_message", message_id="m", text="go")
         await until(ws, lambda e: e.get("status") == "processing")
         await asyncio.wait_for(stepper.started.wait(), 5)
-        assert await settled(lambda: not followers_running()), "a quiet follower is no task"
+        await until_true(followers_quiet, within=5)  # a quiet follower is no task
         for text in ("one", "two"):
             stepper.step(text)  # each event wakes the follower, which sends it and stops
             event = await until(ws, lambda e: e["event"] == "content_stream")
             assert event[-1]["chunk"].endswith(text)
-            assert await settled(lambda: not followers_running())
+            await until_true(followers_quiet, within=5)
         stepper.finish()
         events = await until(ws, lambda e: e["event"] == "message_completed")
         assert events[-1]["response"]["content"] == "onetwo"

@@ -46,9 +46,14 @@ async def test_close_ends_the_loop_even_when_woken_as_it_is_cancelled() -> None:
         assert loop_task.done()
 
 
-async def test_a_busy_event_loop_gets_fewer_sends_in_flight_and_every_delivery_still_goes() -> None:
+@pytest.mark.parametrize("busy_concurrency", [2, 4])
+async def test_a_busy_event_loop_gets_fewer_sends_in_flight_and_every_delivery_still_goes(
+    busy_concurrency: int,
+) -> None:
     # While something keeps the event loop busy (each pass through it far over 2 ms), the
-    # dispatcher keeps at most busy_concurrency sends open; all still arrive.
+    # dispatcher keeps at most busy_concurrency sends open; all still arrive.  It claims
+    # once half its busy slots are free, not once per send that ends (rounds of at least
+    # half the slots, but for the last).
     from a2a_hub.protocol.types import (
         StreamResponse,
         Task,
@@ -64,6 +69,7 @@ async def test_a_busy_event_loop_gets_fewer_sends_in_flight_and_every_delivery_s
     all_arrived = asyncio.Event()
 
     writers: list[asyncio.StreamWriter] = []
+    answering = asyncio.Lock()
 
     async def receiver(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         nonlocal open_now, most_open, arrived
@@ -81,7 +87,8 @@ async def test_a_busy_event_loop_gets_fewer_sends_in_flight_and_every_delivery_s
             await reader.readexactly(length)
             open_now += 1
             most_open = max(most_open, open_now)
-            await asyncio.sleep(0.02)  # answers late: sends overlap if allowed to
+            async with answering:  # answers late, one at a time: sends overlap if allowed
+                await asyncio.sleep(0.02)  # to, and end one by one
             open_now -= 1
             arrived += 1
             if arrived == count:
@@ -91,7 +98,18 @@ async def test_a_busy_event_loop_gets_fewer_sends_in_flight_and_every_delivery_s
 
     server = await asyncio.start_server(receiver, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    store = MemoryStore()
+    claims: list[int] = []
+
+    class CountingStore(MemoryStore):
+        async def claim_deliveries(
+            self, limit: int, lease: float, now: float | None = None
+        ) -> list[Delivery]:
+            got = await super().claim_deliveries(limit, lease, now)
+            if got:
+                claims.append(len(got))
+            return got
+
+    store = CountingStore()
     for i in range(count):
         tid = f"t{i}"
         done = TaskStatus(state=TaskState.COMPLETED)
@@ -126,13 +144,15 @@ async def test_a_busy_event_loop_gets_fewer_sends_in_flight_and_every_delivery_s
         lambda a: "x",
         poll=0.05,
         concurrency=16,
-        busy_concurrency=2,
+        busy_concurrency=busy_concurrency,
     )
     dispatcher.start()
     try:
         async with asyncio.timeout(60):
             await all_arrived.wait()
-        assert most_open <= 2
+        assert most_open <= busy_concurrency
+        assert sum(claims) == count
+        assert all(size >= busy_concurrency // 2 for size in claims[:-1]), claims
     finally:
         hogging = False
         await hog_task

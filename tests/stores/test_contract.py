@@ -667,6 +667,43 @@ async def test_push_config_on_missing_task_is_task_not_found(store: Store, agent
     assert await store.list_push_configs(agent_id, task.id) == []
 
 
+async def test_push_configs_saved_with_the_task(store: Store, agent_id: str) -> None:
+    """A config given with the message that creates a task is written in the task's
+    first save, with the deliveries of that save's events; a save that does not continue
+    the log writes no config either; a later save replaces a config by id, keeping its
+    place in the list."""
+    task = make_task("with-config")
+    working = with_state(task, TaskState.WORKING)
+    status = status_event(2, task, TaskState.WORKING)
+    await store.save_task(
+        agent_id,
+        working,
+        [snapshot_event(1, task), status],
+        deliveries=[delivery(agent_id, task.id, "c1", 2)],
+        push_configs=[push_config("c1")],
+    )
+    assert await store.list_push_configs(agent_id, task.id) == [push_config("c1")]
+    assert await store.get_push_config(agent_id, task.id, "c1") == push_config("c1")
+    claimed = await claim_mine(store, agent_id, time.time())
+    assert [(d.config_id, d.seq) for d in claimed] == [("c1", 2)]
+    assert await store.delivery_sources(claimed) == [(push_config("c1"), status.event)]
+
+    with pytest.raises(LogConflictError):  # seq 2 again: nothing of this save is written
+        await store.save_task(agent_id, working, [status], push_configs=[push_config("c2")])
+    assert await store.get_push_config(agent_id, task.id, "c2") is None
+
+    await store.set_push_config(agent_id, task.id, push_config("c3"))
+    moved = push_config("c1", url="https://moved.example.com/hook")
+    done = with_state(task, TaskState.COMPLETED)
+    await store.save_task(
+        agent_id, done, [status_event(3, task, TaskState.COMPLETED)], push_configs=[moved]
+    )
+    assert await store.list_push_configs(agent_id, task.id) == [moved, push_config("c3")]
+    await store.save_task(agent_id, done, push_configs=[push_config(None)])  # no events
+    assert await store.get_push_config(agent_id, task.id, task.id) == push_config(None)
+    assert (await store.get_task(agent_id, task.id)) == done
+
+
 # --- durability ------------------------------------------------------------------------
 
 

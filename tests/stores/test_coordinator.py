@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from a2a_hub.protocol.types import StreamResponse, TaskState
 from a2a_hub.stores import Store, TaskEvent
 from a2a_hub.stores.coordinator import Coordinator, Signal
 from tests.support.stores import StoreHarness
 
-from .test_contract import make_task, status_event
+from .test_contract import make_task, push_config, status_event
 
 
 async def pair(harness: StoreHarness) -> tuple[Coordinator, Coordinator]:
@@ -96,7 +98,12 @@ async def test_signals_reach_every_instance(harness: StoreHarness, agent_id: str
         await stop(a, b)
 
 
-async def test_wait_events_wakes_up_for_new_events(harness: StoreHarness, agent_id: str) -> None:
+@pytest.mark.parametrize("with_config", [False, True], ids=["save", "save-with-push-config"])
+async def test_wait_events_wakes_up_for_new_events(
+    harness: StoreHarness, agent_id: str, with_config: bool
+) -> None:
+    """A save wakes the instances following the task; so does one that carries a push
+    config (on PostgreSQL it is written outside the group commit, and says so itself)."""
     a, b = await pair(harness)
     store: Store = harness.store
     task = make_task()
@@ -107,7 +114,10 @@ async def test_wait_events_wakes_up_for_new_events(harness: StoreHarness, agent_
         started = loop.time()
         waiter = asyncio.ensure_future(b.wait_events(agent_id, task.id, after=1, wait=5))
         await asyncio.sleep(0.05)
-        await store.save_task(agent_id, task, [status_event(2, task, TaskState.WORKING)])
+        configs = [push_config("c1")] if with_config else []
+        await store.save_task(
+            agent_id, task, [status_event(2, task, TaskState.WORKING)], push_configs=configs
+        )
         await asyncio.wait_for(waiter, 6)
         # a real wake-up (or the local coordinator's short poll), never the full timeout
         assert loop.time() - started < 4

@@ -81,13 +81,12 @@ class PushConfigs:
             await self.check_url(config.url)
 
     async def set(
-        self, task_id: str, config: TaskPushNotificationConfig, *, first: bool = False
+        self, task_id: str, config: TaskPushNotificationConfig
     ) -> TaskPushNotificationConfig:
         """Store ``config`` for the task (an existing id is replaced; checked by the caller
-        with :meth:`check`); returns it as stored (with its id and task id).  ``first``: the
-        task has no config yet (a new task), so there is no count to check."""
+        with :meth:`check`); returns it as stored (with its id and task id)."""
         config = msgspec.structs.replace(config, task_id=task_id, id=config.id or new_id())
-        existing = [] if first else await self.store.list_push_configs(self.agent_id, task_id)
+        existing = await self.store.list_push_configs(self.agent_id, task_id)
         if len(existing) >= MAX_CONFIGS_PER_TASK and all(c.id != config.id for c in existing):
             raise InvalidParamsError(
                 f"task {task_id} already has {len(existing)} push notification configs, the "
@@ -97,20 +96,20 @@ class PushConfigs:
         return config
 
     async def register_inline(self, run: TaskRun, config: TaskPushNotificationConfig) -> None:
-        """A config given with ``SendMessage``: checked first, stored once the task is.
+        """A config given with ``SendMessage`` (checked by the caller with :meth:`check`).
 
-        On a new task it is the first config (no count to check) and every status change
-        follows, so no snapshot is queued; on a continued task it is a registration like
-        any other."""
-        await self.check(config)
-        fresh = run.task is None
-        run.ensure_task()
-        await run.flush()
-        if not fresh:
+        On a new task it is the first config (no count to check), stored in the task's
+        first save (one write, not a save then a config; answers wait for that save), and
+        every status change follows, so no snapshot is queued.  On a continued task it is
+        a registration like any other, once the new message is written."""
+        if run.task is not None:
+            await run.flush()
             await self.registered(run, run.task_id, await self.set(run.task_id, config))
             return
-        stored = await self.set(run.task_id, config, first=True)
-        run.push_configs = (stored.id or run.task_id,)
+        run.ensure_task()
+        config_id = config.id or new_id()
+        run.push_configs_new = (msgspec.structs.replace(config, task_id=run.task_id, id=config_id),)
+        run.push_configs = (config_id,)
         run.push_queued = self.queued
 
     async def registered(

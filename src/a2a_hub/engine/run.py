@@ -51,6 +51,7 @@ from a2a_hub.protocol.types import (
     StreamResponse,
     Task,
     TaskArtifactUpdateEvent,
+    TaskPushNotificationConfig,
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
@@ -93,6 +94,7 @@ class TaskRun:
         "owner",
         "pubsub",
         "push_configs",
+        "push_configs_new",
         "push_queued",
         "runs",
         "seq",
@@ -163,6 +165,8 @@ class TaskRun:
         self.push_configs: tuple[str, ...] = ()
         #: Told after a save that queued deliveries (wakes the push dispatcher).
         self.push_queued: Callable[[], None] | None = None
+        #: Push configs to store with the next save (a new task's inline config).
+        self.push_configs_new: tuple[TaskPushNotificationConfig, ...] = ()
 
     @property
     def finished(self) -> asyncio.Future[None]:
@@ -295,13 +299,17 @@ class TaskRun:
 
     async def _save(self, snapshot: Task, events: list[TaskEvent]) -> None:
         if self.push_configs:
+            configs = self.push_configs_new
             await self.store.save_task(
                 self.agent_id,
                 snapshot,
                 events,
                 owner=self.owner,
                 deliveries=self._deliveries(events),
+                push_configs=configs,
             )
+            if configs:
+                self.push_configs_new = ()
             if self.push_queued is not None:
                 self.push_queued()
         else:

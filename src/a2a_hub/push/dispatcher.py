@@ -152,6 +152,8 @@ class Dispatcher:
         #: second each was answered (the outbox forgets a delivery once sent).
         self.recent: deque[tuple[Delivery, float]] = deque(maxlen=RECENT)
         self._wake = asyncio.Event()
+        #: Whether the last round found the event loop busy (see :meth:`_slots`).
+        self._busy = False
         self._loop: asyncio.Task[None] | None = None
         self._sending: set[asyncio.Task[None]] = set()
         #: Outcomes not written yet: deliveries to remove, deliveries to reschedule.
@@ -176,7 +178,16 @@ class Dispatcher:
         await self.close()
 
     def wake(self) -> None:
-        """Deliveries were queued: claim now rather than at the next poll."""
+        """Deliveries may be due: claim now rather than at the next poll."""
+        self._wake.set()
+
+    def queued(self) -> None:
+        """A save queued deliveries (called once per such save): claim soon.  While the
+        process is busy and every busy slot is taken, nothing is done: a send in flight
+        wakes the loop when it ends, and a wake per save would cost the requests a round
+        of the loop each for nothing to claim."""
+        if self._busy and len(self._sending) >= self.busy_concurrency:
+            return
         self._wake.set()
 
     async def close(self) -> None:
@@ -209,9 +220,13 @@ class Dispatcher:
                     metrics.push_outbox(*await self.store.outbox_size())
             claimed: list[Delivery] = []
             free = await self._slots() - len(self._sending)
+            # busy: settle and claim once half the busy slots are free, not once per send
+            # that ends (a send still in flight wakes the loop again)
+            pause = self._busy and len(self._sending) > self.busy_concurrency // 2
             try:
-                await self._settle()  # first: a config's next delivery is due once settled
-                if free > 0:
+                if not pause:
+                    await self._settle()  # first: a config's next delivery is due once settled
+                if free > 0 and not pause:
                     claimed = await self.store.claim_deliveries(free, self.lease)
                     if claimed:
                         self._spawn(claimed, await self.store.delivery_sources(claimed))
@@ -235,7 +250,7 @@ class Dispatcher:
         callbacks (what this yield waits for) takes longer than :data:`BUSY_PASS`."""
         start = time.perf_counter()
         await asyncio.sleep(0)
-        busy = time.perf_counter() - start > BUSY_PASS
+        busy = self._busy = time.perf_counter() - start > BUSY_PASS
         return self.busy_concurrency if busy else self.concurrency
 
     async def _settle(self) -> None:
@@ -258,8 +273,12 @@ class Dispatcher:
             task.add_done_callback(self._sent)
 
     def _sent(self, task: asyncio.Task[None]) -> None:
-        self._sending.discard(task)
-        self.wake()  # its outcome is to be written, and a slot is free
+        sending = self._sending
+        sending.discard(task)
+        # its outcome is to be written, and a slot is free; while busy, the loop waits
+        # until half the busy slots are (see _run)
+        if not self._busy or len(sending) <= self.busy_concurrency // 2:
+            self._wake.set()
 
     async def _deliver(self, delivery: Delivery, source: DeliverySource, bodies: _Bodies) -> None:
         try:

@@ -393,7 +393,8 @@ class Hub:
         )
         async with dispatcher:
             self.push = dispatcher
-            unwatch = self.watch(lambda engine: setattr(engine.push, "on_queued", dispatcher.wake))
+            queued = dispatcher.queued
+            unwatch = self.watch(lambda engine: setattr(engine.push, "on_queued", queued))
             try:
                 yield
             finally:

@@ -58,12 +58,16 @@ class TaskStore(ABC):
         *,
         owner: str | None = None,
         deliveries: Sequence[Delivery] = (),
+        push_configs: Sequence[TaskPushNotificationConfig] = (),
     ) -> None:
         """Create or replace the snapshot and append ``events`` to its log, atomically.
 
         ``owner`` is recorded when the task is created (its first save) and never
         changed by later saves.  ``deliveries`` (push notifications of these events)
         enter the outbox in the same atomic write; a delivery already there is kept.
+        ``push_configs`` (each with its ``id``) are created or replaced in the same
+        write, as :meth:`PushConfigStore.set_push_config` would (a config given with the
+        message that creates the task is stored with it, in its first save).
 
         ``events`` must continue the log: their ``seq`` values follow the last
         stored one without gaps.  Events that do not (a gap, a duplicate: another

@@ -103,6 +103,7 @@ class MemoryStore(Store):
         *,
         owner: str | None = None,
         deliveries: Sequence[Delivery] = (),
+        push_configs: Sequence[TaskPushNotificationConfig] = (),
     ) -> None:
         key = (agent_id, task.id)
         entry = self._tasks.get(key)
@@ -132,6 +133,10 @@ class MemoryStore(Store):
             starts,
             last,
         )
+        if push_configs:
+            configs = self._push.setdefault(key, {})
+            for config in push_configs:
+                configs[config.id or task.id] = _enc.encode(config)
         if deliveries:
             self._add(deliveries)
 

@@ -4,15 +4,17 @@
 -- ARGV: (common 1..3), task id, snapshot, context id, state, updated_at, terminal (1/0),
 --       task/history/push TTL (ms, 0 = forever), owner ('' = none, else '=' .. owner),
 --       seq of the first event (0: none), event payloads..., then per delivery
---       (ident, order, json, queue key), then the number of deliveries
+--       (ident, order, json, queue key), per push config (field 'c:<id>', json), the
+--       number of push configs, the number of deliveries
 --       (KEYS 10, 11: the outbox's due zset and data hash, KEYS 12: its dead hash)
 -- Returns {1, last seq} or, when the events do not continue the log, {0, stored last seq}.
 -- The owner is recorded when the task is created and never changed afterwards.
 local task, stream, push, ctx_index, state_index = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local id, data, ctx, state, updated = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local task_ttl, history_ttl, push_ttl = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
-local ndeliv = tonumber(ARGV[#ARGV])
-local given_owner, first, count = ARGV[13], tonumber(ARGV[14]), #ARGV - 15 - 4 * ndeliv
+local ndeliv, nconf = tonumber(ARGV[#ARGV]), tonumber(ARGV[#ARGV - 1])
+local given_owner, first = ARGV[13], tonumber(ARGV[14])
+local count = #ARGV - 16 - 4 * ndeliv - 2 * nconf
 
 sweep(16)  -- a few due index entries per save
 local cur = redis.call('HMGET', task, 'seq', 'ctx', 'state', 'upd', 'end', 'owner')
@@ -44,6 +46,19 @@ redis.call('ZADD', ix.all, updated, id)
 redis.call('ZADD', ctx_index, updated, id)
 redis.call('ZADD', state_index, updated, id)
 if owner then redis.call('ZADD', ix.owner .. owner, updated, id) end
+-- push configs stored with the task (as set_push does), before its TTLs are set
+local conf_at = 14 + count + 4 * ndeliv
+for i = 1, nconf do
+  local field, json = ARGV[conf_at + 2 * i - 1], ARGV[conf_at + 2 * i]
+  local old = redis.call('HGET', push, field)
+  local order
+  if old then
+    order = string.sub(old, 1, string.find(old, ' ', 1, true) - 1)
+  else
+    order = tostring(redis.call('HINCRBY', push, '#', 1))
+  end
+  redis.call('HSET', push, field, order .. ' ' .. json)
+end
 if ARGV[9] == '1' then
   local ended_at = tonumber(cur[5] or '0')
   if not cur[5] then

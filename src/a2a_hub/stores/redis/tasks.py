@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import msgspec
 
-from a2a_hub.protocol.types import StreamResponse, Task, TaskState
+from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
 from a2a_hub.stores.base import (
     Delivery,
     StoredTask,
@@ -61,6 +61,7 @@ class RedisTasks(RedisBase):
         *,
         owner: str | None = None,
         deliveries: Sequence[Delivery] = (),
+        push_configs: Sequence[TaskPushNotificationConfig] = (),
     ) -> None:
         check_events(task.id, events)
         k = self.keys(agent_id)
@@ -92,6 +93,9 @@ class RedisTasks(RedisBase):
         for d in deliveries:
             ident, queue = self._ident(d)
             args.extend((ident, d.seq * 2 + int(d.snapshot), _enc.encode(d), queue))
+        for config in push_configs:
+            args.extend(("c:" + (config.id or task.id), _enc.encode(config)))
+        args.append(len(push_configs))
         args.append(len(deliveries))
         ok, stored = await self._batch.call(scripts.SAVE, keys, args)
         if not ok:

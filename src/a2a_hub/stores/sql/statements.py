@@ -19,6 +19,7 @@ from sqlalchemy import (
     delete,
     func,
     select,
+    text,
     tuple_,
     update,
 )
@@ -93,6 +94,9 @@ LIST_PUSH = (
     .order_by(push_configs.c.created, push_configs.c.config_id)
 )
 DELETE_PUSH = delete(push_configs).where(*_config_key)
+#: What the PostgreSQL save function sends for a save with events (a save written
+#: outside it, in a transaction of its own, sends it too).
+NOTIFY_EVENTS = text("SELECT pg_notify(:p_channel, :p_payload)")
 _mc = message_claims.c
 _claim_key = (
     _mc.agent_id == _agent,

@@ -15,7 +15,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import select, tuple_
 from sqlalchemy.sql.elements import ColumnElement
 
-from a2a_hub.protocol.types import StreamResponse, Task, TaskState
+from a2a_hub.protocol.types import StreamResponse, Task, TaskPushNotificationConfig, TaskState
 from a2a_hub.stores.base import (
     Delivery,
     StoredTask,
@@ -30,7 +30,7 @@ from a2a_hub.stores.base import (
     page_token_total,
 )
 from a2a_hub.stores.sql.base import SqlBase, drive, sql_guarded
-from a2a_hub.stores.sql.schema import tasks
+from a2a_hub.stores.sql.schema import EVENTS_CHANNEL, tasks
 from a2a_hub.stores.sql.sqlite_writer import SqliteWriter
 from a2a_hub.stores.sql.statements import (
     DELETE_EVENTS,
@@ -41,6 +41,7 @@ from a2a_hub.stores.sql.statements import (
     GET_TASK_AT,
     INSERT_EVENTS,
     LAST_SEQ,
+    NOTIFY_EVENTS,
     READ_EVENTS,
     READ_EVENTS_LIMIT,
     count_statement,
@@ -84,8 +85,13 @@ class SqlTasks(SqlBase):
         *,
         owner: str | None = None,
         deliveries: Sequence[Delivery] = (),
+        push_configs: Sequence[TaskPushNotificationConfig] = (),
     ) -> None:
         writer = self._writer
+        if push_configs:  # a task's first save with its config: a transaction of its own
+            plan = self._save_plan(agent_id, task, events, owner, deliveries, push_configs)
+            await self._write_plan(plan)
+            return
         if isinstance(writer, SqliteWriter):
             self._check_file()
             await writer.save(agent_id, task, events, owner, deliveries)
@@ -103,11 +109,13 @@ class SqlTasks(SqlBase):
         events: Sequence[TaskEvent],
         owner: str | None,
         deliveries: Sequence[Delivery] = (),
+        push_configs: Sequence[TaskPushNotificationConfig] = (),
     ) -> Generator[tuple[Any, Any], Any, None]:
         """The statements of one save, for the async and the sync (SQLite writer) drivers.
 
         It yields ``(statement, params)`` and receives each result; an IntegrityError of
-        a statement is thrown back into it.
+        a statement is thrown back into it.  On PostgreSQL (a save with push configs,
+        outside the group commit's function) it sends the function's NOTIFY itself.
         """
         data = _enc.encode(task)
         stamp = now()
@@ -126,6 +134,7 @@ class SqlTasks(SqlBase):
             yield stmts.upsert_task, {**row, "last_seq": 0}
             if deliveries:
                 yield stmts.add_delivery, [delivery_row(d) for d in deliveries]
+            yield from self._configs_plan(agent_id, task.id, push_configs)
             return
         check_events(task.id, events)
         prev, last = events[0].seq - 1, events[-1].seq
@@ -158,6 +167,23 @@ class SqlTasks(SqlBase):
             raise log_conflict(task.id, prev + 1, None) from exc
         if deliveries:
             yield stmts.add_delivery, [delivery_row(d) for d in deliveries]
+        yield from self._configs_plan(agent_id, task.id, push_configs)
+        if push_configs and self._dialect == "postgresql":
+            payload = f"{agent_id} {task.id} {last}"
+            yield NOTIFY_EVENTS, {"p_channel": EVENTS_CHANNEL, "p_payload": payload}
+
+    def _configs_plan(
+        self, agent_id: str, task_id: str, configs: Sequence[TaskPushNotificationConfig]
+    ) -> Generator[tuple[Any, Any], Any, None]:
+        """Create or replace push configs of a task written earlier in the same plan."""
+        for config in configs:
+            params = {
+                "p_agent": agent_id,
+                "p_task": task_id,
+                "p_config": config.id or task_id,
+                "p_data": _enc.encode(config),
+            }
+            yield self._stmts.set_push, params
 
     @sql_guarded
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:

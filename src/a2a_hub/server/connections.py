@@ -44,18 +44,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.datastructures import Headers
+from websockets.exceptions import InvalidState
+from websockets.http11 import Request
 
 from a2a_hub.engine.pubsub import wheel
 from a2a_hub.server.connection_parts import HeadersDue, JoinedWrites, connection_loop
 from a2a_hub.server.detached import DetachedRunner
 
-__all__ = ["HeaderTimeoutProtocol", "SlimWebSocketProtocol", "uvicorn_options"]
+__all__ = ["DIRECT_WRITE", "HeaderTimeoutProtocol", "SlimWebSocketProtocol", "uvicorn_options"]
+
+#: The scope key of a WebSocket's protocol (a weak reference): the app's sockets write
+#: their text frames through :meth:`SlimWebSocketProtocol.write_text` when they can.
+DIRECT_WRITE = "a2a_hub.ws_protocol"
 
 log = logging.getLogger("a2a_hub.server")
 _UVICORN_LOG = logging.getLogger("uvicorn.error")
@@ -191,6 +198,34 @@ class SlimWebSocketProtocol(WebSocketsSansIOProtocol):
         super().__init__(config, *args, **kwargs)
         self.queue = _Inbox()  # type: ignore[assignment]
         _slim_event(self.writable)
+
+    def handle_connect(self, event: Request) -> None:
+        super().handle_connect(event)
+        scope = getattr(self, "scope", None)
+        if scope is not None:  # weak: the protocol holds the scope
+            scope[DIRECT_WRITE] = weakref.ref(self)
+
+    def write_text(self, data: bytes) -> bool:
+        """Send one text frame at once, as the ASGI ``websocket.send`` would, when that
+        needs no wait: the socket open, its handshake done and its transport not paused
+        (a client that does not read).  ``False``: it was not sent; the caller sends it
+        the ASGI way (which waits for room, and reports a socket that went away).  One
+        event to many sockets is then a frame and a write each, not five layers of
+        coroutines each."""
+        if (
+            not self.handshake_complete
+            or self.close_sent
+            or self.disconnected
+            or self.initial_response is not None
+            or not self.writable.is_set()
+        ):
+            return False
+        try:
+            self.conn.send_text(data)
+        except InvalidState:
+            return False
+        self.transport.write(b"".join(self.conn.data_to_send()))
+        return True
 
     def schedule_ping(self) -> None:
         """uvicorn's keep-alive ping, timed by the loop's shared timer wheel (no timer of

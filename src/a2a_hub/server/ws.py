@@ -340,7 +340,7 @@ class Connection(ServerSocket):
         """Send one event; a client too slow to read it is cut loose."""
         if self._closed:
             return
-        await self.send_text(_enc.encode(event).decode())
+        await self.send_text(_enc.encode(event))
 
     # --- the receive loop ---------------------------------------------------------
 

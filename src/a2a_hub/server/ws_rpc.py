@@ -172,7 +172,7 @@ class RpcConnection(ServerSocket):
 
     async def send(self, frame: bytes) -> None:
         """Send one frame; a client too slow to read it is cut loose."""
-        await self.send_text(frame.decode())
+        await self.send_text(frame)
 
     # --- the receive loop ---------------------------------------------------------
 

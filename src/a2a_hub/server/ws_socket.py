@@ -13,11 +13,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from a2a_hub import metrics
 from a2a_hub.protocol.errors import A2AError
+from a2a_hub.server.connections import DIRECT_WRITE
 
 __all__ = ["CLOSE_GOING_AWAY", "CLOSE_POLICY", "CLOSE_TRY_AGAIN", "ServerSocket"]
 
@@ -36,8 +38,10 @@ class ServerSocket:
     __slots__ = (
         "_close_sent",
         "_closed",
+        "_direct",
         "_receiving",
         "_send_lock",
+        "_slow_sends",
         "_too_slow",
         "on_end",
         "recheck",
@@ -50,6 +54,10 @@ class ServerSocket:
         self.send_timeout = send_timeout
         self._too_slow = too_slow
         self._send_lock = asyncio.Lock()
+        #: The server protocol's direct write (a weak reference; ``None``: another server).
+        self._direct: Callable[[], Any] | None = websocket.scope.get(DIRECT_WRITE)
+        #: Sends taking the ASGI way (waiting for room): later frames queue behind them.
+        self._slow_sends = 0
         self._closed = False
         self._close_sent = False
         #: The timeout of the reader's pending receive (cutting a client loose ends it).
@@ -89,11 +97,35 @@ class ServerSocket:
     async def refused(self, err: A2AError) -> None:
         """Tell the client why its credentials no longer hold (in the subprotocol's shape)."""
 
-    async def send_text(self, data: str) -> None:
-        """Send one frame; a client too slow to read it is cut loose."""
+    async def send_text(self, data: str | bytes) -> None:
+        """Send one text frame (``bytes``: UTF-8); a client too slow to read it is cut loose.
+
+        A frame the socket can take now is written at once (no lock, no timer); one that
+        must wait for room, or follows one that waits, goes the ASGI way under the lock,
+        within ``send_timeout``."""
         if self._closed:
             return
+        direct = self._direct
+        if direct is not None and not self._slow_sends:
+            protocol = direct()
+            if protocol is not None and protocol.write_text(
+                data if isinstance(data, bytes) else data.encode()
+            ):
+                if metrics.enabled():
+                    metrics.WEBSOCKET_EVENTS.inc(())
+                return
+        if isinstance(data, bytes):
+            data = data.decode()
+        self._slow_sends += 1
+        try:
+            await self._send_slowly(data)
+        finally:
+            self._slow_sends -= 1
+
+    async def _send_slowly(self, data: str) -> None:
         async with self._send_lock:
+            if self._closed:
+                return
             try:
                 # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the result
                 # of a send that finished as the connection's tasks were being canceled,

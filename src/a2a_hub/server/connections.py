@@ -60,8 +60,9 @@ from a2a_hub.server.detached import DetachedRunner
 
 __all__ = ["DIRECT_WRITE", "HeaderTimeoutProtocol", "SlimWebSocketProtocol", "uvicorn_options"]
 
-#: The scope key of a WebSocket's protocol (a weak reference): the app's sockets write
-#: their text frames through :meth:`SlimWebSocketProtocol.write_text` when they can.
+#: The key in a WebSocket scope's ``extensions`` of its protocol (a weak reference): the
+#: app's sockets write their text frames through :meth:`SlimWebSocketProtocol.write_text`
+#: when they can.
 DIRECT_WRITE = "a2a_hub.ws_protocol"
 
 log = logging.getLogger("a2a_hub.server")
@@ -203,7 +204,8 @@ class SlimWebSocketProtocol(WebSocketsSansIOProtocol):
         super().handle_connect(event)
         scope = getattr(self, "scope", None)
         if scope is not None:  # weak: the protocol holds the scope
-            scope[DIRECT_WRITE] = weakref.ref(self)
+            # in the small extensions dict: a key more in the scope could grow its table
+            scope["extensions"][DIRECT_WRITE] = weakref.ref(self)
 
     def write_text(self, data: bytes) -> bool:
         """Send one text frame at once, as the ASGI ``websocket.send`` would, when that

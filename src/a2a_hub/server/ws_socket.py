@@ -55,7 +55,8 @@ class ServerSocket:
         self._too_slow = too_slow
         self._send_lock = asyncio.Lock()
         #: The server protocol's direct write (a weak reference; ``None``: another server).
-        self._direct: Callable[[], Any] | None = websocket.scope.get(DIRECT_WRITE)
+        extensions = websocket.scope.get("extensions") or {}
+        self._direct: Callable[[], Any] | None = extensions.get(DIRECT_WRITE)
         #: Sends taking the ASGI way (waiting for room): later frames queue behind them.
         self._slow_sends = 0
         self._closed = False

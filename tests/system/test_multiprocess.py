@@ -53,7 +53,9 @@ def require(name: str, port: int) -> None:
 class Instance:
     """One ``a2a-hub serve`` process."""
 
-    def __init__(self, cwd: Path, store: str, agents: list[str], *extra: str) -> None:
+    def __init__(
+        self, cwd: Path, store: str, agents: list[str], *extra: str, orphan_timeout: float = 2
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = cwd / f"hub-{self.port}.log"
@@ -67,7 +69,7 @@ class Instance:
             "--store",
             store,
             "--orphan-timeout",
-            "2",
+            f"{orphan_timeout:g}",
             *extra,
         ]
         for agent in agents:
@@ -139,12 +141,14 @@ def shared_store(kind: str, prefix: str) -> str:
 
 
 @contextlib.contextmanager
-def instances(cwd: Path, store: str, agents: list[str], count: int = 2) -> Iterator[list[Instance]]:
+def instances(
+    cwd: Path, store: str, agents: list[str], count: int = 2, *, orphan_timeout: float = 2
+) -> Iterator[list[Instance]]:
     """``count`` instances sharing ``store``, all stopped on the way out, whatever failed."""
     started: list[Instance] = []
     try:
         for _ in range(count):
-            started.append(Instance(cwd, store, agents))
+            started.append(Instance(cwd, store, agents, orphan_timeout=orphan_timeout))
         yield started
     finally:
         for inst in started:

@@ -49,6 +49,11 @@ def _check_header_value(value: str | None, what: str) -> None:
         raise InvalidParamsError(f"push notification config {what} must not contain CR, LF or NUL")
 
 
+def _as_stored(task_id: str, config: TaskPushNotificationConfig) -> TaskPushNotificationConfig:
+    """``config`` as a task's stores it: with the task's id and an id of its own."""
+    return msgspec.structs.replace(config, task_id=task_id, id=config.id or new_id())
+
+
 class PushConfigs:
     """The push configs of one agent's tasks in ``store`` (visibility checked by the caller)."""
 
@@ -85,7 +90,7 @@ class PushConfigs:
     ) -> TaskPushNotificationConfig:
         """Store ``config`` for the task (an existing id is replaced; checked by the caller
         with :meth:`check`); returns it as stored (with its id and task id)."""
-        config = msgspec.structs.replace(config, task_id=task_id, id=config.id or new_id())
+        config = _as_stored(task_id, config)
         existing = await self.store.list_push_configs(self.agent_id, task_id)
         if len(existing) >= MAX_CONFIGS_PER_TASK and all(c.id != config.id for c in existing):
             raise InvalidParamsError(
@@ -107,9 +112,9 @@ class PushConfigs:
             await self.registered(run, run.task_id, await self.set(run.task_id, config))
             return
         run.ensure_task()
-        config_id = config.id or new_id()
-        run.push_configs_new = (msgspec.structs.replace(config, task_id=run.task_id, id=config_id),)
-        run.push_configs = (config_id,)
+        stored = _as_stored(run.task_id, config)
+        run.push_configs_new = (stored,)
+        run.push_configs = (stored.id or run.task_id,)
         run.push_queued = self.queued
 
     async def registered(

@@ -33,6 +33,7 @@ from a2a_hub.stores.sql.statements import (
     delivery_key,
     delivery_of,
     delivery_row,
+    push_config_params,
 )
 
 __all__ = ["SqlPush"]
@@ -193,12 +194,7 @@ class SqlPush(SqlBase):
     async def set_push_config(
         self, agent_id: str, task_id: str, config: TaskPushNotificationConfig
     ) -> None:
-        params = {
-            "p_agent": agent_id,
-            "p_task": task_id,
-            "p_config": config.id or task_id,
-            "p_data": _enc.encode(config),
-        }
+        params = push_config_params(agent_id, task_id, config)
         async with self.engine.begin() as conn:
             result = await conn.execute(self._stmts.set_push, params)
         if result.rowcount != 1:  # written only while the task is there

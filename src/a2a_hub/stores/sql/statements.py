@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from sqlalchemy import (
     Double,
     Integer,
@@ -25,6 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.elements import ColumnElement
 
+from a2a_hub.protocol.types import TaskPushNotificationConfig
 from a2a_hub.stores.base import Delivery, TaskQuery
 from a2a_hub.stores.sql.database import dialect_insert
 from a2a_hub.stores.sql.schema import (
@@ -65,6 +67,7 @@ __all__ = [
     "delivery_key",
     "delivery_of",
     "delivery_row",
+    "push_config_params",
 ]
 
 _agent = bindparam("p_agent", type_=String)
@@ -205,6 +208,18 @@ REQUEUE = (
     .where(*_ob_key, _ob.dead == 1)
     .values(dead=0, attempts=0, first_failure=None, last_error="", due=bindparam("p_due"))
 )
+
+
+def push_config_params(
+    agent_id: str, task_id: str, config: TaskPushNotificationConfig
+) -> dict[str, Any]:
+    """The parameters of :attr:`Statements.set_push` for ``config`` of a task."""
+    return {
+        "p_agent": agent_id,
+        "p_task": task_id,
+        "p_config": config.id or task_id,
+        "p_data": msgspec.json.encode(config),
+    }
 
 
 def delivery_row(d: Delivery) -> dict[str, Any]:

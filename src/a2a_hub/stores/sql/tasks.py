@@ -46,6 +46,7 @@ from a2a_hub.stores.sql.statements import (
     READ_EVENTS_LIMIT,
     count_statement,
     delivery_row,
+    push_config_params,
 )
 
 __all__ = ["SqlTasks"]
@@ -177,13 +178,7 @@ class SqlTasks(SqlBase):
     ) -> Generator[tuple[Any, Any], Any, None]:
         """Create or replace push configs of a task written earlier in the same plan."""
         for config in configs:
-            params = {
-                "p_agent": agent_id,
-                "p_task": task_id,
-                "p_config": config.id or task_id,
-                "p_data": _enc.encode(config),
-            }
-            yield self._stmts.set_push, params
+            yield self._stmts.set_push, push_config_params(agent_id, task_id, config)
 
     @sql_guarded
     async def list_tasks(self, agent_id: str, query: TaskQuery) -> TaskPage:

@@ -87,8 +87,10 @@ async def test_a_busy_event_loop_gets_fewer_sends_in_flight_and_every_delivery_s
             await reader.readexactly(length)
             open_now += 1
             most_open = max(most_open, open_now)
-            async with answering:  # answers late, one at a time: sends overlap if allowed
-                await asyncio.sleep(0.02)  # to, and end one by one
+            # answers one at a time, a pass of the (hogged) loop each: sends overlap if
+            # allowed to, and end one by one
+            async with answering:
+                await asyncio.sleep(0)
             open_now -= 1
             arrived += 1
             if arrived == count:

@@ -433,7 +433,9 @@ def test_200_tasks_queued_without_workers_all_complete_once(tier: Tier) -> None:
     ]
     assert {tier.get(tier.b, "burst", ids[0])["status"]["state"]} == {"TASK_STATE_SUBMITTED"}
     tier.start_workers(2, slots=8, agents=[tier.burst])
-    deadline = time.monotonic() + 60
+    began = time.monotonic()
+    deadline = began + 60
+    seen = -1
     while True:
         page = tier.rpc(
             tier.b,
@@ -441,9 +443,26 @@ def test_200_tasks_queued_without_workers_all_complete_once(tier: Tier) -> None:
             "ListTasks",
             {"contextId": context, "status": "TASK_STATE_COMPLETED", "pageSize": 1},
         )
-        if page.get("totalSize", 0) >= 200:
+        if page.get("totalSize", 0) != seen:  # the progress, shown if the test fails
+            seen = page.get("totalSize", 0)
+            print(f"{time.monotonic() - began:5.1f} s: {seen} completed")
+        if seen >= 200:
             break
-        assert time.monotonic() < deadline, f"{page.get('totalSize')} of 200 completed"
+        assert time.monotonic() < deadline, _unfinished(tier, ids, page.get("totalSize"))
         time.sleep(0.5)
     runs = [name.split(".")[0] for name in os.listdir(tier.runs)]
     assert sorted(r for r in runs if r in set(ids)) == sorted(ids)  # each ran exactly once
+
+
+def _unfinished(tier: Tier, ids: list[str], done: int | None) -> str:
+    """What a burst that did not finish left: each task not completed, with its status and
+    history, and the end of every log of the tier."""
+    lines = [f"{done} of {len(ids)} completed"]
+    for task_id in ids:
+        task = tier.get(tier.b, "burst", task_id)
+        if task["status"]["state"] != "TASK_STATE_COMPLETED":
+            lines.append(json.dumps({k: task.get(k) for k in ("id", "status", "history")}))
+    for log in sorted(tier.folder.glob("*.log")):
+        tail = log.read_text(errors="replace").splitlines()[-15:]
+        lines += [f"--- {log.name}", *tail]
+    return "\n".join(lines)

@@ -187,8 +187,19 @@ def test_sqlite_in_a_folder_that_cannot_exist(tmp_path: Path) -> None:
 
 
 def banner(proc: subprocess.Popen[str]) -> str:
+    return interrupt(proc)
+
+
+def interrupt(proc: subprocess.Popen[str], within: float = 60) -> str:
+    """Ctrl+C ``proc``; what it printed once it ended (killed, and the test failed, if it
+    is still running ``within`` seconds later)."""
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
+    try:
+        out, _ = proc.communicate(timeout=within)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        raise AssertionError(f"still running {within:g} s after Ctrl+C:\n{out}") from None
     return out
 
 
@@ -228,11 +239,34 @@ def test_the_start_up_line_hides_a_password(tmp_path: Path) -> None:
         assert proc.stdout is not None
         first = proc.stdout.readline()
     finally:
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
+        out = interrupt(proc)
     text = first + out
     assert "secret-pw" not in text
     assert "redis://default:***@" in first
+
+
+def test_ctrl_c_while_starting_stops_serve(tmp_path: Path) -> None:
+    """Ctrl+C soon after the start-up line, while the server still starts, stops it (a
+    KeyboardInterrupt that lands in a finalizer is dropped by Python: serve once went on
+    serving).  Several tries at spread delays: where it lands is chance."""
+    args = ["serve", "--agent", "echo", "--store", "memory://"]
+    for attempt in range(6):
+        proc = subprocess.Popen(
+            [*MODULE, *args, "--port", str(free_port())],
+            cwd=tmp_path,
+            env=env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().startswith("a2a-hub serving 1 agent(s)")
+            time.sleep(attempt * 0.015)
+        finally:
+            out = interrupt(proc, within=20)
+        assert proc.returncode in (0, 130), out
+        assert "Traceback" not in out, out
 
 
 # --- item 5: the port before the banner; Ctrl+C with a stream open ----------------------

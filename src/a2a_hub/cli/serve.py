@@ -67,8 +67,10 @@ def serve(
     """
     from a2a_hub._logging import configure_logging
     from a2a_hub.server import Hub
+    from a2a_hub.server.shutdown import catch_early_interrupts, hold_early_interrupts
     from a2a_hub.stores.urls import describe_store_url
 
+    catch_early_interrupts()  # a Ctrl+C while starting is never lost
     app_dir = "."
     try:
         settings = load_settings(config, overrides=overrides)
@@ -106,6 +108,7 @@ def serve(
     except SettingsError as exc:
         sock.close()
         fail(str(exc), 2)
+    hold_early_interrupts()  # from here on nothing blocks: a Ctrl+C stops it once it runs
     configure_logging(server.log_level, server.log_format, server.access_log)
     base = f"http://{_url_host(server.host)}:{server.port}"
     say = err_console.print
@@ -316,12 +319,14 @@ def _serve_one(hub: Any, sock: socket.socket) -> None:
 
     from a2a_hub.server import create_app
     from a2a_hub.server.app import tune_gc
-    from a2a_hub.server.shutdown import Drain
+    from a2a_hub.server.shutdown import Drain, early_interrupts
 
     app = create_app(hub, drain=Drain(hub.settings.server.graceful_timeout))
     server = uvicorn.Server(_uvicorn_config(app, hub.settings))
     _quiet_stops()
     tune_gc()
+    if early_interrupts():
+        raise typer.Exit(130)  # Ctrl+C before it started
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl+C it handled
         server.run(sockets=[sock])
     if not server.started:
@@ -341,12 +346,15 @@ def _serve_workers(settings: Any, sock: socket.socket) -> None:
     from uvicorn.supervisors import Multiprocess
 
     from a2a_hub.server.app import SETTINGS_ENV
+    from a2a_hub.server.shutdown import early_interrupts
 
     # each worker process builds its own hub from the same settings
     os.environ[SETTINGS_ENV] = msgspec.json.encode(settings).decode()
     config = _uvicorn_config(
         "a2a_hub.cli.serve:worker_app", settings, factory=True, workers=settings.server.workers
     )
+    if early_interrupts():
+        raise typer.Exit(130)  # Ctrl+C before it started
     supervisor = Multiprocess(config, sockets=[sock])
     supervisor.run()
     if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes):

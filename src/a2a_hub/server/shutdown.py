@@ -14,6 +14,13 @@ What happens, in order:
 
 A second Ctrl+C (SIGINT) during the drain ends the grace period at once, as it
 makes uvicorn stop waiting for requests: step 3 is skipped and step 4 follows.
+
+A Ctrl+C before the server watches signals (while it starts) stops it too.  Python
+raises it as ``KeyboardInterrupt`` wherever the main thread is, and drops it when that is
+a finalizer or a weakref callback (seen: ``serve`` went on serving).  So
+:func:`catch_early_interrupts` counts each one; once nothing left to start can block
+(:func:`hold_early_interrupts`) they are only counted, and :meth:`Drain.watch_signals`
+raises a counted one again once the server watches.
 """
 
 from __future__ import annotations
@@ -31,9 +38,39 @@ from typing import Any
 from a2a_hub.server.hub import Hub
 from a2a_hub.server.sse import end_streams
 
-__all__ = ["Drain"]
+__all__ = ["Drain", "catch_early_interrupts", "early_interrupts", "hold_early_interrupts"]
 
 log = logging.getLogger("a2a_hub.server")
+
+#: Ctrl+Cs received while the server started (see :func:`catch_early_interrupts`).
+_early: list[int] = []
+#: Whether such a Ctrl+C is raised too (until :func:`hold_early_interrupts`).
+_raising = [True]
+
+
+def catch_early_interrupts() -> None:
+    """Until the server watches signals: count each SIGINT, and raise it as usual
+    (``KeyboardInterrupt``) until :func:`hold_early_interrupts`.  Call first thing, from
+    the main thread."""
+
+    def handler(sig: int, frame: FrameType | None) -> None:
+        _early.append(sig)
+        if _raising[0]:
+            signal.default_int_handler(sig, frame)
+
+    signal.signal(signal.SIGINT, handler)
+
+
+def hold_early_interrupts() -> None:
+    """From now on a Ctrl+C while starting is only counted, not raised: call once nothing
+    left to start can block (so Python prints no "Exception ignored" traceback for one
+    landing in a finalizer); :meth:`Drain.watch_signals` acts on it."""
+    _raising[0] = False
+
+
+def early_interrupts() -> int:
+    """How many Ctrl+Cs :func:`catch_early_interrupts` counted."""
+    return len(_early)
 
 
 class Drain:
@@ -71,6 +108,8 @@ class Drain:
         for sig in (signal.SIGTERM, signal.SIGINT):
             previous = signal.getsignal(sig)
             signal.signal(sig, self._chain(previous))
+        if _early:  # a Ctrl+C while starting, perhaps dropped: stop now that it is heard
+            signal.raise_signal(signal.SIGINT)
 
     def _chain(self, previous: Any) -> Any:
         def handler(sig: int, frame: FrameType | None) -> None:

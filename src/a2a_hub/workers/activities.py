@@ -57,7 +57,18 @@ class Turns:
                 f"agent {turn.agent_id!r} is not hosted by worker {self.worker_id}",
                 non_retryable=True,
             )
-        activity.heartbeat(0)  # at once: the heartbeat timeout runs from the start
+        # heartbeats from the start to the answer (the last seq written): a slow store
+        # while the turn opens or ends is not a lost worker
+        opened: list[TaskRun] = []
+        beat = asyncio.ensure_future(
+            self._heartbeat(lambda: opened[0].written_seq if opened else 0)
+        )
+        try:
+            return await self._run_turn(engine, turn, opened)
+        finally:
+            beat.cancel()
+
+    async def _run_turn(self, engine: TaskEngine, turn: Turn, opened: list[TaskRun]) -> TurnOutcome:
         info = activity.info()
         note = None
         if info.attempt > 1:
@@ -70,7 +81,7 @@ class Turns:
             return await self._outcome(turn)
         waited = (info.started_time - info.current_attempt_scheduled_time).total_seconds()
         metrics.worker_turn(turn.agent_id, self.worker_id, 1, waited)
-        beat = asyncio.ensure_future(self._heartbeat(run))
+        opened.append(run)
         drive = asyncio.ensure_future(engine.drive_turn(run))
         run.driver = drive
         try:
@@ -83,14 +94,13 @@ class Turns:
             with contextlib.suppress(BaseException):
                 await asyncio.shield(drive)
         finally:
-            beat.cancel()
             metrics.worker_turn(turn.agent_id, self.worker_id, -1)
         return await self._outcome(turn)
 
-    async def _heartbeat(self, run: TaskRun) -> None:
+    async def _heartbeat(self, written: Callable[[], int]) -> None:
         """Tell Temporal this worker is alive, with the last seq written, until cancelled."""
         while True:
-            activity.heartbeat(run.written_seq)
+            activity.heartbeat(written())
             await asyncio.sleep(self.heartbeat_every)
 
     async def _outcome(self, turn: Turn) -> TurnOutcome:

@@ -190,6 +190,18 @@ def banner(proc: subprocess.Popen[str]) -> str:
     return interrupt(proc)
 
 
+def serve_piped(cwd: Path, *args: str) -> subprocess.Popen[str]:
+    """``serve`` on a free port, its output (stdout and stderr) a pipe to read."""
+    return subprocess.Popen(
+        [*MODULE, "serve", "--port", str(free_port()), *args],
+        cwd=cwd,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
 def interrupt(proc: subprocess.Popen[str], within: float = 60) -> str:
     """Ctrl+C ``proc``; what it printed once it ended (killed, and the test failed, if it
     is still running ``within`` seconds later)."""
@@ -227,14 +239,7 @@ def test_the_start_up_line_hides_a_password(tmp_path: Path) -> None:
     # a Redis without a password takes any password for its default user
     url = urlunsplit(parts._replace(netloc=f"default:secret-pw@{parts.netloc}"))
     PURGE_AT_EXIT.append(mine)
-    proc = subprocess.Popen(
-        [*MODULE, "serve", "--agent", "echo", "--port", str(free_port()), "--store", url],
-        cwd=tmp_path,
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = serve_piped(tmp_path, "--agent", "echo", "--store", url)
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
@@ -249,16 +254,8 @@ def test_ctrl_c_while_starting_stops_serve(tmp_path: Path) -> None:
     """Ctrl+C soon after the start-up line, while the server still starts, stops it (a
     KeyboardInterrupt that lands in a finalizer is dropped by Python: serve once went on
     serving).  Several tries at spread delays: where it lands is chance."""
-    args = ["serve", "--agent", "echo", "--store", "memory://"]
     for attempt in range(6):
-        proc = subprocess.Popen(
-            [*MODULE, *args, "--port", str(free_port())],
-            cwd=tmp_path,
-            env=env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        proc = serve_piped(tmp_path, "--agent", "echo", "--store", "memory://")
         try:
             assert proc.stdout is not None
             assert proc.stdout.readline().startswith("a2a-hub serving 1 agent(s)")

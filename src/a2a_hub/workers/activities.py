@@ -57,18 +57,6 @@ class Turns:
                 f"agent {turn.agent_id!r} is not hosted by worker {self.worker_id}",
                 non_retryable=True,
             )
-        # heartbeats from the start to the answer (the last seq written): a slow store
-        # while the turn opens or ends is not a lost worker
-        opened: list[TaskRun] = []
-        beat = asyncio.ensure_future(
-            self._heartbeat(lambda: opened[0].written_seq if opened else 0)
-        )
-        try:
-            return await self._run_turn(engine, turn, opened)
-        finally:
-            beat.cancel()
-
-    async def _run_turn(self, engine: TaskEngine, turn: Turn, opened: list[TaskRun]) -> TurnOutcome:
         info = activity.info()
         note = None
         if info.attempt > 1:
@@ -76,12 +64,22 @@ class Turns:
                 f"resumed on worker {self.worker_id} (attempt {info.attempt}): the worker "
                 "running this turn was lost"
             )
-        run = await engine.open_turn(turn.task_id, turn.seq, note=note)
-        if run is None:  # the turn is over already (a repeat)
+        # heartbeats from the start to the answer (the last seq written): a slow store
+        # while the turn opens or ends is not a lost worker
+        run: TaskRun | None = None
+        beat = asyncio.ensure_future(self._heartbeat(lambda: 0 if run is None else run.written_seq))
+        try:
+            run = await engine.open_turn(turn.task_id, turn.seq, note=note)
+            if run is not None:  # else the turn is over already (a repeat)
+                waited = (info.started_time - info.current_attempt_scheduled_time).total_seconds()
+                await self._drive(engine, turn, run, waited)
             return await self._outcome(turn)
-        waited = (info.started_time - info.current_attempt_scheduled_time).total_seconds()
+        finally:
+            beat.cancel()
+
+    async def _drive(self, engine: TaskEngine, turn: Turn, run: TaskRun, waited: float) -> None:
+        """Drive an opened turn to its end; Temporal's cancel cancels it as CancelTask does."""
         metrics.worker_turn(turn.agent_id, self.worker_id, 1, waited)
-        opened.append(run)
         drive = asyncio.ensure_future(engine.drive_turn(run))
         run.driver = drive
         try:
@@ -95,7 +93,6 @@ class Turns:
                 await asyncio.shield(drive)
         finally:
             metrics.worker_turn(turn.agent_id, self.worker_id, -1)
-        return await self._outcome(turn)
 
     async def _heartbeat(self, written: Callable[[], int]) -> None:
         """Tell Temporal this worker is alive, with the last seq written, until cancelled."""

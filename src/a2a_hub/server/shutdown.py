@@ -43,9 +43,9 @@ __all__ = ["Drain", "catch_early_interrupts", "early_interrupts", "hold_early_in
 log = logging.getLogger("a2a_hub.server")
 
 #: Ctrl+Cs received while the server started (see :func:`catch_early_interrupts`).
-_early: list[int] = []
+_early = 0
 #: Whether such a Ctrl+C is raised too (until :func:`hold_early_interrupts`).
-_raising = [True]
+_raising = True
 
 
 def catch_early_interrupts() -> None:
@@ -54,8 +54,9 @@ def catch_early_interrupts() -> None:
     the main thread."""
 
     def handler(sig: int, frame: FrameType | None) -> None:
-        _early.append(sig)
-        if _raising[0]:
+        global _early
+        _early += 1
+        if _raising:
             signal.default_int_handler(sig, frame)
 
     signal.signal(signal.SIGINT, handler)
@@ -65,12 +66,13 @@ def hold_early_interrupts() -> None:
     """From now on a Ctrl+C while starting is only counted, not raised: call once nothing
     left to start can block (so Python prints no "Exception ignored" traceback for one
     landing in a finalizer); :meth:`Drain.watch_signals` acts on it."""
-    _raising[0] = False
+    global _raising
+    _raising = False
 
 
 def early_interrupts() -> int:
     """How many Ctrl+Cs :func:`catch_early_interrupts` counted."""
-    return len(_early)
+    return _early
 
 
 class Drain:

@@ -32,7 +32,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["DETACH_KEY", "DetachedRunner", "detach"]
+__all__ = [
+    "DETACH_KEY",
+    "DetachedRunner",
+    "begin_detached",
+    "detach",
+    "end_detached",
+    "take_detached",
+]
 
 #: Key in ``scope["state"]``: ``None`` while a runner is around, then the detached work.
 DETACH_KEY = "a2a_hub.detached"
@@ -55,20 +62,45 @@ class DetachedRunner:
         if state is None or scope["type"] == "lifespan" or DETACH_KEY in state:
             await self.app(scope, receive, send)  # none possible, or a runner outside this one
             return
-        state[DETACH_KEY] = None
+        begin_detached(scope)
         try:
             await self.app(scope, receive, send)
         except BaseException:
-            state.pop(DETACH_KEY, None)
-            state.pop(_HEADERS_DONE_KEY, None)
+            end_detached(scope)
             raise
-        rest = state.pop(DETACH_KEY, None)
+        rest = take_detached(scope)
         if rest is not None:
-            if state.pop(_HEADERS_DONE_KEY, False):
-                headers = scope.get("headers")
-                if isinstance(headers, list):
-                    headers.clear()
             await rest()
+
+
+def begin_detached(scope: Any) -> None:
+    """A runner is around the app of ``scope`` from now on (what :class:`DetachedRunner`
+    does before the app; uvicorn's request cycle of ``a2a-hub serve`` does it too)."""
+    state = scope.get("state")
+    if state is not None:
+        state[DETACH_KEY] = None
+
+
+def take_detached(scope: Any) -> Callable[[], Awaitable[None]] | None:
+    """The app returned: the rest it detached (``None``: nothing), to run now; the
+    request's headers emptied first when the rest said it reads none."""
+    state = scope.get("state")
+    if state is None:
+        return None
+    rest: Callable[[], Awaitable[None]] | None = state.pop(DETACH_KEY, None)
+    if rest is not None and state.pop(_HEADERS_DONE_KEY, False):
+        headers = scope.get("headers")
+        if isinstance(headers, list):
+            headers.clear()
+    return rest
+
+
+def end_detached(scope: Any) -> None:
+    """The app failed: no runner any more (a rest detached is dropped)."""
+    state = scope.get("state")
+    if state is not None:
+        state.pop(DETACH_KEY, None)
+        state.pop(_HEADERS_DONE_KEY, None)
 
 
 def detach(scope: Any, rest: Callable[[], Awaitable[None]], *, headers_done: bool = False) -> bool:

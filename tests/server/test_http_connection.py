@@ -1,7 +1,11 @@
-"""A response with a Content-Length leaves in one write, and so does an SSE stream whose
-events come at once (issue 29): uvicorn's protocol as ``a2a-hub serve`` configures it
-(:mod:`a2a_hub.server.connections`), fed raw requests over a recording transport; other
-streams, HEAD answers and an app failing after its headers are written as before."""
+"""The HTTP/1.1 connection of ``a2a-hub serve`` (:mod:`a2a_hub.server.http_protocol`, its
+requests' :mod:`a2a_hub.server.http_cycle`), fed raw requests over a recording transport.
+
+A response with a Content-Length leaves in one write, and so does an SSE stream whose
+events come at once (issue 29); other streams, HEAD answers and an app failing after its
+headers are written as before.  What uvicorn's own protocol does holds too: pipelined
+requests, ``Expect: 100-continue``, a body in pieces, a client's ``Connection: close``,
+bad response headers refused, forwarded headers read, a client leaving mid-request."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from uvicorn.server import ServerState
 
 from a2a_hub.server import create_app
 from a2a_hub.server.connections import HeaderTimeoutProtocol
+from a2a_hub.server.http_cycle import Signal
 from a2a_hub.server.scope import JOINED, STREAM_KEY
 from tests.support.hub import make_hub
 
@@ -68,9 +73,14 @@ async def app(scope: Any, receive: Any, send: Any) -> None:
         raise RuntimeError("the app failed after its headers")
 
 
-async def _served(*requests: bytes, served: Any = app) -> Recorder:
-    """The writes of one connection that sent ``requests``, each answered in turn."""
-    config = uvicorn.Config(served, log_level="critical", lifespan="off", proxy_headers=False)
+async def _served(
+    *requests: bytes, served: Any = app, proxy_headers: bool = False, pieces: bool = False
+) -> Recorder:
+    """The writes of one connection that sent ``requests``, each answered in turn
+    (``pieces``: they are pieces of one request, answered once all came)."""
+    config = uvicorn.Config(
+        served, log_level="critical", lifespan="off", proxy_headers=proxy_headers
+    )
     config.load()
     state = ServerState()
     protocol = HeaderTimeoutProtocol(config=config, server_state=state, app_state={})
@@ -78,7 +88,10 @@ async def _served(*requests: bytes, served: Any = app) -> Recorder:
     protocol.connection_made(transport)
     for request in requests:
         protocol.data_received(request)
-        await asyncio.gather(*state.tasks)
+        if not pieces:
+            await asyncio.gather(*state.tasks)
+        await asyncio.sleep(0)  # the app reads what came
+    await asyncio.gather(*state.tasks)
     protocol.connection_lost(None)
     return transport
 
@@ -182,3 +195,127 @@ async def test_an_idle_kept_alive_connection_is_closed_after_the_timeout() -> No
     assert loop.time() - last >= 1 - 0.01  # not before the timeout after the last response
     assert len(transport.writes) == 3
     protocol.connection_lost(None)
+
+
+async def echo_app(scope: Any, receive: Any, send: Any) -> None:
+    """Answers the request's body, the client's address and the scheme it saw."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    client = scope["client"][0] if scope["client"] else ""
+    answer = b"%b|%b|%b" % (body, client.encode(), scope["scheme"].encode())
+    headers = [(b"content-length", str(len(answer)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": answer})
+
+
+def _post(body: bytes, *headers: bytes) -> bytes:
+    extra = b"".join(h + b"\r\n" for h in headers)
+    return b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n%b\r\n%b" % (
+        len(body),
+        extra,
+        body,
+    )
+
+
+async def test_pipelined_requests_are_answered_in_order() -> None:
+    transport = await _served(_post(b"one") + _post(b"two") + _post(b"three"), served=echo_app)
+    answers = b"".join(transport.writes)
+    assert answers.count(b"HTTP/1.1 200 OK") == 3
+    assert answers.index(b"one|") < answers.index(b"two|") < answers.index(b"three|")
+
+
+async def test_a_body_in_pieces_arrives_whole() -> None:
+    request = _post(b"x" * 100_000)
+    transport = await _served(
+        request[:50], request[50:30_000], request[30_000:], served=echo_app, pieces=True
+    )
+    answer = b"".join(transport.writes)  # (a body this large is not joined to its headers)
+    assert answer.endswith(b"\r\n\r\n" + b"x" * 100_000 + b"|127.0.0.1|http")
+
+
+async def test_expect_100_continue_is_answered_before_the_body_is_read() -> None:
+    transport = await _served(_post(b"hi", b"Expect: 100-continue"), served=echo_app)
+    assert transport.writes[0] == b"HTTP/1.1 100 Continue\r\n\r\n"
+    assert transport.writes[1].endswith(b"hi|127.0.0.1|http")
+
+
+async def test_a_clients_connection_close_closes_after_the_answer() -> None:
+    transport = await _served(_post(b"bye", b"Connection: close"), served=echo_app)
+    (answer,) = transport.writes
+    assert b"\r\nconnection: close\r\n" in answer
+    assert answer.endswith(b"bye|127.0.0.1|http")
+    assert transport.closed
+
+
+async def test_forwarded_headers_are_read_from_a_trusted_proxy() -> None:
+    forwarded = _post(b"a", b"X-Forwarded-For: 203.0.113.7", b"X-Forwarded-Proto: https")
+    transport = await _served(forwarded, _post(b"b"), served=echo_app, proxy_headers=True)
+    first, second = transport.writes
+    assert first.endswith(b"a|203.0.113.7|https")
+    assert second.endswith(b"b|127.0.0.1|http")  # a request without them: as it came
+
+
+async def bad_header_app(scope: Any, receive: Any, send: Any) -> None:
+    headers = [(b"x-bad", b"one\r\nset-cookie: injected"), (b"content-length", b"2")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+async def test_a_header_value_with_a_line_break_is_never_written() -> None:
+    transport = await _served(_get("/"), served=bad_header_app)
+    assert transport.closed
+    assert not any(b"injected" in written for written in transport.writes)
+
+
+async def failing_app(scope: Any, receive: Any, send: Any) -> None:
+    raise RuntimeError("the app failed before answering")
+
+
+async def test_an_app_failing_before_its_answer_gets_a_500() -> None:
+    transport = await _served(_get("/"), served=failing_app)
+    (answer,) = transport.writes
+    assert answer.startswith(b"HTTP/1.1 500 Internal Server Error\r\n")
+    assert answer.endswith(b"Internal Server Error")
+
+
+async def test_a_client_leaving_mid_request_is_told_to_the_app() -> None:
+    told: list[Any] = []
+    first = asyncio.Event()
+
+    async def reader(scope: Any, receive: Any, send: Any) -> None:
+        told.append(await receive())  # the part of the body that came
+        first.set()
+        told.append(await receive())  # waits: the client leaves
+
+    config = uvicorn.Config(reader, log_level="critical", lifespan="off", proxy_headers=False)
+    config.load()
+    state = ServerState()
+    protocol = HeaderTimeoutProtocol(config=config, server_state=state, app_state={})
+    protocol.connection_made(Recorder())
+    protocol.data_received(_post(b"0123456789")[:-5])
+    await asyncio.wait_for(first.wait(), 5)
+    protocol.connection_lost(None)
+    await asyncio.gather(*state.tasks)
+    assert told[0] == {"type": "http.request", "body": b"01234", "more_body": True}
+    assert told[1] == {"type": "http.disconnect"}
+
+
+async def test_a_signal_waiter_cancelled_or_dropped_leaves_the_others_waiting() -> None:
+    signal = Signal()
+    cancelled = asyncio.ensure_future(signal.wait())
+    kept = asyncio.ensure_future(signal.wait())
+    dropped = signal.wait()  # a coroutine stepped once, then closed (sse.client_gone)
+    dropped.send(None)
+    dropped.close()
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    await asyncio.sleep(0)
+    assert not kept.done()
+    signal.set()
+    await asyncio.wait_for(kept, 5)
+    assert cancelled.cancelled()
+    assert signal.waiters == []

@@ -38,12 +38,14 @@ import urllib.parse
 from typing import Any
 
 import httptools
+from starlette.applications import Starlette
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT, service_unavailable
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from a2a_hub.engine.pubsub import wheel
 from a2a_hub.server.connection_parts import HeadersDue, MovingTimer, slim_event
+from a2a_hub.server.detached import DetachedRunner
 from a2a_hub.server.http_cycle import Cycle
 
 __all__ = ["HeaderTimeoutProtocol", "header_timeout_of"]
@@ -52,6 +54,8 @@ log = logging.getLogger("a2a_hub.server")
 
 #: The attribute of uvicorn's ``Config`` carrying the header timeout to each connection.
 CONFIG_ATTR = "a2a_hub_header_timeout"
+#: The attribute of uvicorn's ``Config`` caching where requests enter its app.
+_ENTRY_ATTR = "a2a_hub_entry"
 #: The headers uvicorn's proxy-headers middleware reads (lower case, as the parser keeps them).
 _FORWARDED = (b"x-forwarded-for", b"x-forwarded-proto")
 
@@ -171,12 +175,14 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         ):
             app = service_unavailable
             self.logger.warning("Exceeded concurrency limit.")
-        elif type(app) is ProxyHeadersMiddleware:
-            for name, _ in self.headers:
-                if name in _FORWARDED:
-                    break
-            else:  # nothing for it to read: it would change nothing
-                app = app.app
+        else:
+            entry = _entry(self.config)
+            if not (entry.proxied and _forwarded(self.headers)):
+                # nothing for uvicorn's proxy-headers middleware to read: it would change
+                # nothing, and the request enters below it
+                if entry.starlette is not None:
+                    scope["app"] = entry.starlette  # type: ignore[typeddict-unknown-key]
+                app = entry.inner
         previous = self.cycle
         cycle = self.cycle = Cycle(
             self,
@@ -234,6 +240,49 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         if idle is None:
             idle = due.idle = MovingTimer(self.loop, self.timeout_keep_alive_handler)
         self.timeout_keep_alive_task = idle.arm(self.timeout_keep_alive)  # type: ignore[assignment]
+
+
+class _Entry:
+    """Where a request without forwarded headers enters uvicorn's app: below its
+    proxy-headers middleware (which would change nothing), and, for a Starlette app,
+    below Starlette's ``__call__`` and the app's own :class:`DetachedRunner` (which stands
+    aside when the cycle runs one), at the middleware stack inside."""
+
+    __slots__ = ("inner", "proxied", "starlette")
+
+    def __init__(self, app: Any) -> None:
+        #: uvicorn's app has its proxy-headers middleware around it.
+        self.proxied = type(app) is ProxyHeadersMiddleware
+        if self.proxied:
+            app = app.app
+        #: The Starlette app whose stack is entered (``None``: another kind of app).
+        self.starlette: Starlette | None = None
+        if isinstance(app, Starlette) and type(app).__call__ is Starlette.__call__:
+            if app.middleware_stack is None:  # built by its first call, as Starlette does
+                app.middleware_stack = app.build_middleware_stack()
+            self.starlette = app
+            app = app.middleware_stack
+            if type(app) is DetachedRunner:
+                app = app.app
+        #: The app called.
+        self.inner: Any = app
+
+
+def _forwarded(headers: list[tuple[bytes, bytes]]) -> bool:
+    """The request has a header uvicorn's proxy-headers middleware reads."""
+    for name, _ in headers:  # noqa: SIM110  (a loop: no generator per request)
+        if name in _FORWARDED:
+            return True
+    return False
+
+
+def _entry(config: Any) -> _Entry:
+    """The :class:`_Entry` of uvicorn's ``config`` (made at its first request)."""
+    entry: _Entry | None = getattr(config, _ENTRY_ATTR, None)
+    if entry is None:
+        entry = _Entry(config.loaded_app)
+        setattr(config, _ENTRY_ATTR, entry)
+    return entry
 
 
 class _Pipeline(list[Any]):

@@ -197,7 +197,7 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
             self.pipeline.appendleft((cycle, app))
 
     def _start_asgi_task(self, cycle: Any, app: Any) -> None:
-        if self.config.reset_contextvars:
+        if getattr(self.config, "reset_contextvars", False):
             super()._start_asgi_task(cycle, app)
             return
         task = self.loop.create_task(cycle.run_asgi(app))

@@ -29,7 +29,7 @@ from starlette.routing import Route
 from a2a_hub import AgentSpec, Hub, Settings
 from tests.server.test_chat_page import ARGS, CHROMIUM, async_playwright
 from tests.support.agents import ChattyExecutor, Stepper, Ticker
-from tests.support.hub import LiveServer
+from tests.support.hub import LiveServer, asgi_body
 from tests.support.processes import child_env, free_port
 from tests.support.push_receiver import Receiver, until
 
@@ -72,12 +72,7 @@ def _proxy(upstream: str, prefix: str, client: httpx.AsyncClient) -> Any:
             await send({"type": "http.response.start", "status": 404, "headers": []})
             await send({"type": "http.response.body", "body": b"not proxied"})
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await asgi_body(receive)
         query = scope["query_string"].decode()
         target = upstream + path[len(prefix) :] + (f"?{query}" if query else "")
         headers = [(k, v) for k, v in scope["headers"] if k not in (b"content-length",)]

@@ -19,7 +19,7 @@ from a2a_hub.server import create_app
 from a2a_hub.server.connections import HeaderTimeoutProtocol
 from a2a_hub.server.http_cycle import Signal
 from a2a_hub.server.scope import JOINED, STREAM_KEY
-from tests.support.hub import make_hub
+from tests.support.hub import asgi_body, make_hub
 
 
 class Recorder(asyncio.Transport):
@@ -199,12 +199,7 @@ async def test_an_idle_kept_alive_connection_is_closed_after_the_timeout() -> No
 
 async def echo_app(scope: Any, receive: Any, send: Any) -> None:
     """Answers the request's body, the client's address and the scheme it saw."""
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
+    body = await asgi_body(receive)
     client = scope["client"][0] if scope["client"] else ""
     answer = b"%b|%b|%b" % (body, client.encode(), scope["scheme"].encode())
     headers = [(b"content-length", str(len(answer)).encode())]

@@ -80,3 +80,15 @@ class LiveServer:
         self.server.should_exit = True
         await self._task
         self.sock.close()
+
+
+async def asgi_body(receive: Any) -> bytes:
+    """The whole request body, read from an ASGI ``receive`` (for the raw ASGI apps of
+    tests)."""
+    body = b""
+    while True:
+        message = await receive()
+        chunk: bytes = message.get("body", b"")
+        body += chunk
+        if not message.get("more_body"):
+            return body

@@ -12,9 +12,11 @@ memory.
 once the socket is accepted) hands the rest of its work to :func:`detach` and returns: every
 layer in between returns as it would after a short request, and the runner, still in the
 same asyncio task (same context variables, same ASGI ``receive``/``send``, which are plain
-closures), awaits the rest.  ``a2a-hub serve`` puts a runner outside uvicorn's own
-middleware too (:mod:`a2a_hub.server.connections`): the outermost one runs the rest, and
-the app's own stands aside.  Without a runner around it (an app built otherwise),
+closures), awaits the rest.  Under ``a2a-hub serve`` the runner's work is done further
+out: by each HTTP request's cycle (:class:`~a2a_hub.server.http_cycle.Cycle`, through
+:func:`begin_detached` and :func:`take_detached`) and by a runner around uvicorn's app for
+WebSockets (:mod:`a2a_hub.server.connections`); the outermost one runs the rest, and the
+app's own stands aside.  Without a runner around it (an app built otherwise),
 :func:`detach` says so and the response runs the rest inline, as before.
 
 What the layers in between see: a request that ended after its response started.  The

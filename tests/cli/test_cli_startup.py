@@ -186,10 +186,6 @@ def test_sqlite_in_a_folder_that_cannot_exist(tmp_path: Path) -> None:
 # --- item 4: SQLite's slashes, and the path shown ---------------------------------------
 
 
-def banner(proc: subprocess.Popen[str]) -> str:
-    return interrupt(proc)
-
-
 def serve_piped(cwd: Path, *args: str) -> subprocess.Popen[str]:
     """``serve`` on a free port, its output (stdout and stderr) a pipe to read."""
     return subprocess.Popen(
@@ -225,7 +221,7 @@ def test_sqlite_url_rule_and_the_path_in_the_start_up_line(tmp_path: Path, slash
         url, expected = f"sqlite:///{tmp_path}/abs/hub.db", tmp_path / "abs" / "hub.db"
     assert url.startswith("sqlite:" + "/" * slashes) and url[7 + slashes] != "/"
     with serving(MODULE, "--agent", "echo", "--store", url, cwd=cwd) as (_, proc):
-        output = banner(proc)
+        output = interrupt(proc)
     first = output.splitlines()[0]
     assert first == f"a2a-hub serving 1 agent(s), store {url} (file {expected.resolve()})"
     assert expected.exists()
@@ -250,14 +246,40 @@ def test_the_start_up_line_hides_a_password(tmp_path: Path) -> None:
     assert "redis://default:***@" in first
 
 
+def cpu_ticks(pid: int) -> int:
+    """User and system CPU time of process ``pid`` so far, in clock ticks."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime, stime
+
+
+def after_cpu(proc: subprocess.Popen[str], ticks: int) -> None:
+    """Return once ``proc`` has used ``ticks`` more clock ticks of CPU, or has ended, or
+    has stopped using CPU for half a second (it is idle: whatever it was doing is done)."""
+    try:
+        last = start = cpu_ticks(proc.pid)
+        idle_since = time.monotonic()
+        while proc.poll() is None:
+            used = cpu_ticks(proc.pid)
+            if used - start >= ticks:
+                return
+            if used != last:
+                last, idle_since = used, time.monotonic()
+            elif time.monotonic() - idle_since > 0.5:
+                return
+            time.sleep(0.001)  # the poll's step, not a wait for a time to pass
+    except FileNotFoundError:  # it ended
+        return
+
+
 def test_ctrl_c_while_starting_stops_serve(tmp_path: Path) -> None:
     """Ctrl+C while the server still starts stops it (a KeyboardInterrupt that lands in a
     finalizer is dropped by Python: serve once went on serving).
 
     The window is between the banner's last line and uvicorn's signal handlers, and
-    nothing is printed inside it: each try waits for that last line, then sends Ctrl+C
-    after a delay of its own (0 to 75 ms) to land somewhere else in it.  The delays only
-    spread where it lands; whatever the machine's speed, a fixed serve stops."""
+    nothing is printed inside it: each try waits for that last line, then for the server
+    to use 0 to 5 more clock ticks of CPU (its own progress, not the clock's: the same
+    points of its start-up on a fast or a slow machine), and sends Ctrl+C there.  Wherever
+    it lands, a fixed serve stops."""
     for attempt in range(6):
         proc = serve_piped(tmp_path, "--agent", "echo", "--store", "memory://")
         try:
@@ -266,7 +288,7 @@ def test_ctrl_c_while_starting_stops_serve(tmp_path: Path) -> None:
             for line in proc.stdout:  # the banner's last line (or the end, if it exited)
                 if "press Ctrl+C to stop" in line:
                     break
-            time.sleep(attempt * 0.015)
+            after_cpu(proc, ticks=attempt)
         finally:
             out = interrupt(proc, within=20)
         assert proc.returncode in (0, 130), out

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -108,7 +109,10 @@ def mcp_http_server(cwd: Path) -> Iterator[str]:
 def wait_http(
     url: str, proc: subprocess.Popen[Any], log: Path | None = None, timeout: float = 120
 ) -> None:
-    """Wait until ``url`` answers 200; fail at once, with the log, if ``proc`` exits."""
+    """Wait until ``url`` answers 200 from ``proc`` (the port's listening socket is its
+    own: a free port taken meanwhile by another test's server answers too, and ``proc``
+    then fails to bind it); fail at once, with the log, if ``proc`` exits."""
+    port = urlsplit(url).port
     # a hang guard, generous: a process importing an agent framework on a loaded machine
     deadline = time.monotonic() + timeout
     while True:
@@ -116,13 +120,32 @@ def wait_http(
             said = log.read_text(errors="replace") if log is not None else "(no log)"
             raise AssertionError(f"process exited early:\n{said}")
         try:
-            if httpx.get(url, timeout=1).status_code == 200:
+            if httpx.get(url, timeout=1).status_code == 200 and (
+                port is None or listens(proc.pid, port)
+            ):
                 return
         except httpx.HTTPError:
             pass
         if time.monotonic() > deadline:
             raise AssertionError(f"{url} did not answer in {timeout:g} s")
         time.sleep(0.1)
+
+
+def listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a socket listening on TCP ``port`` (Linux ``/proc``)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with suppress(OSError), open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
+                    inodes.add(f"socket:[{fields[9]}]")
+    with suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with suppress(OSError):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                    return True
+    return False
 
 
 def wait_port(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:

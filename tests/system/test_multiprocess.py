@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import pytest
 
-from tests.support.processes import ROOT
+from tests.support.processes import ROOT, wait_http
 from tests.support.servers import PostgresServer, RedisServer, StoreServer
 from tests.support.stores import POSTGRES_URL as POSTGRES
 from tests.support.stores import PURGE_AT_EXIT, SESSION_PREFIX, missing_service
@@ -56,51 +56,42 @@ class Instance:
     def __init__(
         self, cwd: Path, store: str, agents: list[str], *extra: str, orphan_timeout: float = 2
     ) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = cwd / f"hub-{self.port}.log"
-        args = [
-            sys.executable,
-            "-m",
-            "a2a_hub",
-            "serve",
-            "--port",
-            str(self.port),
-            "--store",
-            store,
-            "--orphan-timeout",
-            f"{orphan_timeout:g}",
-            *extra,
-        ]
-        for agent in agents:
-            args += ["--agent", agent]
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
-        }
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT
-            )
-        try:
-            self._wait_started()
-        except BaseException:
-            self.stop()  # not left running (nor its Popen to be collected in another test)
-            raise
-
-    def _wait_started(self) -> None:
-        deadline = time.monotonic() + 30
-        while True:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"instance exited:\n{self.log.read_text()}")
+        for attempt in range(3):
+            self.port = free_port()
+            self.url = f"http://127.0.0.1:{self.port}"
+            self.log = cwd / f"hub-{self.port}.log"
+            args = [
+                sys.executable,
+                "-m",
+                "a2a_hub",
+                "serve",
+                "--port",
+                str(self.port),
+                "--store",
+                store,
+                "--orphan-timeout",
+                f"{orphan_timeout:g}",
+                *extra,
+            ]
+            for agent in agents:
+                args += ["--agent", agent]
+            env = {
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+            }
+            with self.log.open("wb") as out:
+                self.proc = subprocess.Popen(
+                    args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT
+                )
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"instance did not start:\n{self.log.read_text()}")
-            time.sleep(0.1)
+                wait_http(f"{self.url}/healthz", self.proc, self.log, timeout=30)
+                return
+            except BaseException:
+                self.stop()  # not left running (nor its Popen to be collected in another test)
+                # the free port was taken by another test's process before this one bound it
+                if attempt < 2 and "is already in use" in self.log.read_text(errors="replace"):
+                    continue
+                raise
 
     def rpc(
         self, agent: str, method: str, params: dict[str, Any], **headers: str
